@@ -1,0 +1,84 @@
+"""What `gcbench schemes` prints: the scheme table and one scheme in detail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from gcbench.coding import available_schemes, make_scheme, scheme_class
+from gcbench.coding._errors import SchemeParameterError
+
+
+def wide_console() -> Console:
+    """A console that does not squeeze tables when output goes to a file or pipe."""
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
+def print_scheme_table(console: Console | None = None) -> None:
+    """One row per registered scheme, from the facts each scheme class declares."""
+    console = console or wide_console()
+    table = Table(title="Gradient-coding schemes", box=box.SIMPLE_HEAD)
+    for column in ("name", "reference", "load", "upload", "tolerates", "exact"):
+        table.add_column(column, no_wrap=column == "name")
+    for name in available_schemes():
+        cls = scheme_class(name)
+        facts = cls.facts
+        exact = "exact" if cls.exact else "approximate"
+        row = (name, cls.reference, facts["load"], facts["upload"], facts["tolerates"], exact)
+        table.add_row(*row)
+    console.print(table)
+    console.print("Load: partitions per worker. Upload: fraction of a gradient per message.")
+    console.print("Show one instance: gcbench schemes cr --n 12 --s 3")
+
+
+def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Console | None = None) -> None:
+    """Properties, assignment and coefficients, and worst condition number of one instance."""
+    console = console or wide_console()
+    cls = scheme_class(name)
+    unknown = sorted(set(params) - set(cls.defaults))
+    if unknown:
+        raise SchemeParameterError(f"--{unknown[0]} does not apply to {name}; it takes {_takes(cls)}.")
+    scheme = make_scheme(name, n=n, s=s, **params)
+    report = scheme.worst_condition()
+    scope = "every" if report.exhaustive else f"{report.sets_checked} sampled"
+    console.print(f"[bold]{scheme!r}[/bold]  {'exact' if scheme.exact else 'approximate'}")
+    console.print(f"construction: {scheme.construction}")
+    console.print(
+        f"n={scheme.n} workers, k={scheme.k} partitions, s={scheme.s}, m={scheme.m}; "
+        f"load {scheme.load} partitions/worker, upload {scheme.upload:g} gradient/message, "
+        f"tolerates {scheme.tolerance} straggler(s)"
+    )
+    console.print(
+        f"worst decoding condition number over {scope} straggler set(s) of size {scheme.s}: "
+        f"{report.worst:.3g} (stragglers {list(report.worst_stragglers)})"
+    )
+    console.print(_coefficient_table(scheme))
+
+
+def _coefficient_table(scheme) -> Table:
+    title = "coefficients (worker x partition)" if scheme.m == 1 else "assignment (worker x partition)"
+    table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+    table.add_column("worker", justify="right")
+    for j in range(scheme.k):
+        table.add_column(str(j), justify="right", min_width=5, no_wrap=True)
+    for worker in range(scheme.n):
+        coefficients = scheme.coefficients[list(scheme.messages(worker))]
+        held = set(scheme.partitions(worker))
+        cells = [_cell(coefficients[:, :, j], j in held, scheme.m) for j in range(scheme.k)]
+        table.add_row(str(worker), *cells)
+    return table
+
+
+def _cell(values: np.ndarray, held: bool, m: int) -> str:
+    if not held:
+        return "·"
+    return f"{values.flat[0]:.2f}" if m == 1 and values.size == 1 else "■"
+
+
+def _takes(cls) -> str:
+    return ", ".join(f"--{p}" for p in sorted(cls.defaults)) or "no extra options"

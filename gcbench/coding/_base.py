@@ -1,0 +1,275 @@
+"""The one scheme interface: a linear code over partition gradients (DESIGN.md).
+
+A subclass says which partitions each worker holds and the coefficient matrix
+(m x k) of each message it sends; everything else (encoding, decodability,
+decoding weights, their cache, conditioning) is shared here.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from gcbench.coding._apply import empty_like_vector, pad_to, weighted_sum_into
+from gcbench.coding._conditioning import ConditionReport, condition_report
+from gcbench.coding._errors import NotDecodable, SchemeParameterError, check_int
+from gcbench.coding._linear import Decoding, least_squares_weights, make_decoding, targets
+
+MAX_WORKERS = 4096  # coefficients are stored densely: n * n * m floats
+CONDITION_LIMIT = 1e7  # above this, float64 decoding can miss 1e-8 relative error
+_CACHE_SIZE = 65536
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a scheme construction produces: partitions and message coefficients per worker."""
+
+    partitions: tuple[tuple[int, ...], ...]
+    coefficients: tuple[tuple[np.ndarray, ...], ...]  # per worker, per message: (m, k)
+
+
+class Scheme(abc.ABC):
+    """A gradient-coding scheme over n workers tolerating s stragglers.
+
+    Subclasses set ``name``, ``reference``, ``exact``, ``defaults`` (extra
+    parameters and their default values) and implement ``_layout``.
+    """
+
+    name: ClassVar[str] = ""
+    reference: ClassVar[str] = ""
+    exact: ClassVar[bool] = True
+    defaults: ClassVar[dict[str, Any]] = {}
+    # the docstring's fixed block, as `gcbench schemes` prints it
+    facts: ClassVar[dict[str, str]] = {}
+    # schemes whose conditioning depends on (n, s) refuse parameters above CONDITION_LIMIT
+    checks_conditioning: ClassVar[bool] = False
+
+    def __init__(self, n: int, s: int, **params: Any) -> None:
+        unknown = sorted(set(params) - set(self.defaults))
+        if unknown:
+            takes = ", ".join(sorted(self.defaults)) or "no extra parameters"
+            raise SchemeParameterError(f"{self.name} does not take the parameter '{unknown[0]}'; it takes {takes}.")
+        self.n = check_int(self.name, "n", n, 1, MAX_WORKERS)
+        self.s = check_int(self.name, "s", s, 0, self.n - 1)
+        self.params = {**self.defaults, **params}
+        self.m = check_int(self.name, "m", self.params.get("m", 1), 1, self.n)
+        self.k = self.n
+        self._check_parameters()
+        layout = self._layout()
+        self._partitions = layout.partitions
+        flat = [c for per_worker in layout.coefficients for c in per_worker]
+        self.coefficients = np.stack(flat).astype(np.float64)  # (messages, m, k)
+        self.rows = self.coefficients.reshape(len(flat), self.m * self.k)
+        owners = [w for w, per_worker in enumerate(layout.coefficients) for _ in per_worker]
+        self.message_owner = np.array(owners, dtype=np.int64)
+        ids = iter(range(len(flat)))
+        self._messages = tuple(tuple(next(ids) for _ in c) for c in layout.coefficients)
+        self._target = targets(self.m, self.k)
+        self._cache: OrderedDict[tuple[int, ...], Decoding | None] = OrderedDict()
+        self._d: int | None = None
+        if self.checks_conditioning:
+            self._refuse_if_ill_conditioned()
+
+    # -- what subclasses provide -------------------------------------------------
+    def _check_parameters(self) -> None:
+        """Raise SchemeParameterError for parameters the construction cannot take."""
+
+    @abc.abstractmethod
+    def _layout(self) -> Layout:
+        """Partitions and message coefficients of every worker."""
+
+    def _decodable_workers(self, workers: frozenset[int]) -> bool | None:
+        """Decodability from the structure alone (None: ask the linear algebra).
+
+        Called with the workers whose every message arrived. The conformance
+        suite checks each structural answer against the rank computation.
+        """
+        if len(workers) >= self.n - self.s:
+            return True
+        return None
+
+    def _weights(self, ids: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
+        """Decoding weights W (m x r) for the received rows; least squares by default."""
+        return least_squares_weights(rows, self._target)
+
+    # -- properties users and `gcbench schemes` see --------------------------------
+    @property
+    def load(self) -> int:
+        """Partitions computed by the busiest worker."""
+        return max(len(p) for p in self._partitions)
+
+    @property
+    def upload(self) -> float:
+        """Length of one message as a fraction of the gradient."""
+        return 1.0 / self.m
+
+    @property
+    def messages_per_worker(self) -> int:
+        return max(len(m) for m in self._messages)
+
+    @property
+    def tolerance(self) -> int:
+        """Stragglers tolerated: any n - s workers decode."""
+        return self.s
+
+    @property
+    def construction(self) -> str:
+        """One line naming the construction used for these parameters."""
+        return self.reference
+
+    def partitions(self, worker: int) -> tuple[int, ...]:
+        """The ordered partitions a worker computes."""
+        return self._partitions[self._worker(worker)]
+
+    def messages(self, worker: int) -> tuple[int, ...]:
+        """Global ids of the messages a worker sends, in order."""
+        return self._messages[self._worker(worker)]
+
+    def ready_after(self, message_id: int) -> int:
+        """How many of its owner's partitions must be computed before this message exists."""
+        order = self._partitions[self.message_owner[message_id]]
+        used = np.flatnonzero(np.any(self.coefficients[message_id] != 0.0, axis=0))
+        return max(order.index(j) for j in used) + 1
+
+    def assignment_matrix(self) -> np.ndarray:
+        """0/1 matrix (n x k): worker i holds partition j."""
+        a = np.zeros((self.n, self.k), dtype=np.int8)
+        for w, parts in enumerate(self._partitions):
+            a[w, list(parts)] = 1
+        return a
+
+    def worst_condition(self, limit: int = 5000) -> ConditionReport:
+        """Worst condition number over the straggler sets of size s (all, or a seeded sample)."""
+        return condition_report(self, limit)
+
+    # -- decodability and weights ------------------------------------------------
+    def can_decode(self, message_ids: Iterable[int]) -> bool:
+        """Whether these received messages determine the gradient (approximately, for approximate schemes)."""
+        key = tuple(sorted(set(message_ids)))
+        verdict = self._structural_verdict(key)
+        if verdict is not None:
+            return verdict
+        return self._cached_decoding(key) is not None
+
+    def decoding(self, received: Mapping[int, Sequence[Any]] | Iterable[int]) -> Decoding:
+        """Weights, residual and conditioning for a received set (worker -> messages, or message ids)."""
+        ids = self._gather(received)[0] if isinstance(received, Mapping) else list(received)
+        key = tuple(sorted(set(ids)))
+        found = self._cached_decoding(key)
+        if found is None:
+            workers = sorted({int(self.message_owner[i]) for i in key})
+            raise NotDecodable(f"{self.name} cannot decode from workers {workers} (n={self.n}, s={self.s}).")
+        return found
+
+    # -- encoding and decoding vectors ---------------------------------------------
+    def encode(self, worker: int, partition_grads: Any) -> list[Any]:
+        """Messages a worker sends, from a (k, d) array/tensor or a {partition: gradient} mapping."""
+        parts = self.partitions(worker)
+        grads = [_partition_gradient(partition_grads, j) for j in parts]
+        d = int(grads[0].shape[0])
+        if any(g.ndim != 1 or g.shape[0] != d for g in grads):
+            raise ValueError("every partition gradient must be a 1-D vector of the same length")
+        length = -(-d // self.m)
+        grads = [pad_to(g, self.m * length) for g in grads]
+        self._d = d
+        out = []
+        for message_id in self._messages[worker]:
+            coeffs = self.coefficients[message_id]
+            weights, vectors = [], []
+            for u in range(self.m):
+                for j, g in zip(parts, grads):
+                    if coeffs[u, j] != 0.0:
+                        weights.append(coeffs[u, j])
+                        vectors.append(g[u * length : (u + 1) * length])
+            message = empty_like_vector(grads[0], length)
+            weighted_sum_into(message, weights, vectors)
+            out.append(message)
+        return out
+
+    def decode(self, received: Mapping[int, Sequence[Any]], d: int | None = None) -> Any:
+        """The full gradient (length d) from worker -> list of its messages (None for one not received)."""
+        ids, vectors = self._gather(received)
+        dec = self.decoding(ids)
+        position = {mid: i for i, mid in enumerate(ids)}
+        ordered = [vectors[position[mid]] for mid in dec.message_ids]
+        length = int(ordered[0].shape[0])
+        out = empty_like_vector(ordered[0], self.m * length)
+        for u in range(self.m):
+            weighted_sum_into(out[u * length : (u + 1) * length], dec.weights[u], ordered)
+        d = d if d is not None else self._d
+        if d is None:
+            if self.m > 1:
+                raise ValueError("decode needs d= (the gradient length) when m > 1 and this scheme encoded nothing")
+            return out
+        return out[:d]
+
+    # -- internals ------------------------------------------------------------------
+    def _worker(self, worker: int) -> int:
+        return check_int(self.name, "worker", worker, 0, self.n - 1)
+
+    def _gather(self, received: Mapping[int, Sequence[Any]]) -> tuple[list[int], list[Any]]:
+        ids, vectors = [], []
+        for worker, messages in received.items():
+            own = self.messages(worker)
+            if len(messages) > len(own):
+                raise ValueError(f"worker {worker} sends {len(own)} message(s), got {len(messages)}")
+            for index, vector in enumerate(messages):
+                if vector is not None:
+                    ids.append(own[index])
+                    vectors.append(vector)
+        if len({int(v.shape[0]) for v in vectors}) > 1:
+            raise ValueError("all received messages must have the same length")
+        return ids, vectors
+
+    def _structural_verdict(self, key: tuple[int, ...]) -> bool | None:
+        present = set(key)
+        complete = frozenset(w for w, own in enumerate(self._messages) if own and present.issuperset(own))
+        partial = {int(self.message_owner[i]) for i in key} - complete
+        return None if partial else self._decodable_workers(complete)
+
+    def _cached_decoding(self, key: tuple[int, ...]) -> Decoding | None:
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        found = self._solve(key)
+        self._cache[key] = found
+        if len(self._cache) > _CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return found
+
+    def _solve(self, key: tuple[int, ...]) -> Decoding | None:
+        if not key or self._structural_verdict(key) is False:
+            return None
+        rows = self.rows[list(key)]
+        found = make_decoding(key, rows, self._target, self._weights(key, rows))
+        if self.exact and not found.exact:
+            return None
+        return found
+
+    def _refuse_if_ill_conditioned(self) -> None:
+        report = self.worst_condition(limit=2000)
+        if report.worst > CONDITION_LIMIT:
+            raise SchemeParameterError(
+                f"{self.name} is numerically unusable for n={self.n}, s={self.s}"
+                f"{'' if self.m == 1 else f', m={self.m}'}: a straggler set has decoding condition number "
+                f"{report.worst:.1e} > {CONDITION_LIMIT:.0e}; use fewer workers or stragglers, or cyclic_mds."
+            )
+
+    def __repr__(self) -> str:
+        extra = "".join(f", {k}={v!r}" for k, v in self.params.items())
+        return f"make_scheme({self.name!r}, n={self.n}, s={self.s}{extra})"
+
+
+def _partition_gradient(grads: Any, j: int) -> Any:
+    if isinstance(grads, Mapping):
+        if j not in grads:
+            raise KeyError(f"partition {j} is missing from the partition gradients")
+        return grads[j]
+    if j >= len(grads):
+        raise IndexError(f"partition {j} is missing: got gradients for {len(grads)} partitions")
+    return grads[j]

@@ -1,0 +1,59 @@
+"""Worst decoding condition number over the straggler sets a scheme claims.
+
+Every set of exactly s stragglers is checked when there are at most ``limit``
+of them; otherwise the n cyclically contiguous sets (the hard ones for cyclic
+supports) plus a seeded random sample, and the report says so.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gcbench.coding._linear import condition_number
+
+if TYPE_CHECKING:
+    from gcbench.coding._base import Scheme
+
+_REPORTS: dict[str, ConditionReport] = {}
+
+
+@dataclass(frozen=True)
+class ConditionReport:
+    worst: float
+    sets_checked: int
+    exhaustive: bool
+    worst_stragglers: tuple[int, ...]
+
+
+def straggler_sets(n: int, s: int, limit: int) -> tuple[list[tuple[int, ...]], bool]:
+    """All s-subsets of range(n) if there are at most ``limit``, else a deterministic sample."""
+    if math.comb(n, s) <= limit:
+        return list(itertools.combinations(range(n), s)), True
+    rng = np.random.default_rng(0)
+    sets = {tuple(sorted((a + t) % n for t in range(s))) for a in range(n)}
+    while len(sets) < limit:
+        sets.add(tuple(sorted(rng.choice(n, size=s, replace=False).tolist())))
+    return sorted(sets), False
+
+
+def condition_report(scheme: Scheme, limit: int) -> ConditionReport:
+    """Worst condition number of the received rows when exactly s workers straggle."""
+    key = f"{type(scheme).__name__}:{scheme!r}:{limit}"
+    if key in _REPORTS:
+        return _REPORTS[key]
+    sets, exhaustive = straggler_sets(scheme.n, scheme.s, limit)
+    worst, worst_set = 0.0, ()
+    for stragglers in sets:
+        absent = set(stragglers)
+        ids = [i for i, owner in enumerate(scheme.message_owner) if owner not in absent]
+        value = condition_number(scheme.rows[ids])
+        if value > worst:
+            worst, worst_set = value, stragglers
+    report = ConditionReport(worst, len(sets), exhaustive, worst_set)
+    _REPORTS[key] = report
+    return report

@@ -1,0 +1,47 @@
+"""Fractional repetition (Tandon et al., ICML 2017)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gcbench.coding._base import Layout, Scheme
+from gcbench.coding._errors import SchemeParameterError
+
+
+def groups(n: int, size: int) -> list[range]:
+    """Consecutive blocks of ``size`` indices covering range(n)."""
+    return [range(start, start + size) for start in range(0, n, size)]
+
+
+class FractionalRepetition(Scheme):
+    """Workers form n/(s+1) groups of s+1; a group shares s+1 partitions and each member sends their sum.
+
+    - tolerates: any s stragglers (needs (s+1) | n); more when they fall in different groups
+    - load: s + 1 partitions per worker
+    - upload: 1 gradient per worker
+    - decoding: one message per group, summed (weights 0/1)
+    - reference: Tandon, Lei, Dimakis, Karampatziakis, "Gradient Coding", ICML 2017
+    """
+
+    name = "fr"
+    reference = "Tandon et al., ICML 2017"
+    facts = {"tolerates": "any s; (s+1) | n", "load": "s + 1", "upload": "1", "decoding": "one message per group"}
+
+    def _check_parameters(self) -> None:
+        if self.n % (self.s + 1):
+            raise SchemeParameterError(
+                f"fr needs (s+1) to divide n: s+1={self.s + 1} does not divide n={self.n}."
+            )
+
+    def _layout(self) -> Layout:
+        partitions, coefficients = [], []
+        for block in groups(self.n, self.s + 1):
+            row = np.zeros((1, self.k))
+            row[0, list(block)] = 1.0
+            for _ in block:
+                partitions.append(tuple(block))
+                coefficients.append((row,))
+        return Layout(tuple(partitions), tuple(coefficients))
+
+    def _decodable_workers(self, workers: frozenset[int]) -> bool:
+        return all(workers.intersection(block) for block in groups(self.n, self.s + 1))

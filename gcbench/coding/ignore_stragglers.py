@@ -1,0 +1,33 @@
+"""Ignore stragglers: uncoded data, rescale whatever arrives (approximate)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gcbench.coding._base import Layout, Scheme
+from gcbench.coding.uncoded import one_partition_each
+
+
+class IgnoreStragglers(Scheme):
+    """Uncoded layout; the master sums the first r >= n - s gradients and scales by n / r.
+
+    - tolerates: any s (approximately: the missing partitions are lost)
+    - load: 1 partition per worker
+    - upload: 1 gradient per worker
+    - decoding: rescaled sum n/r; the residual reports the error
+    - reference: the ignore-stragglers baseline of Tandon et al., ICML 2017
+    """
+
+    name = "ignore_stragglers"
+    reference = "Tandon et al., ICML 2017 (baseline)"
+    exact = False
+    facts = {"tolerates": "any s (approximate)", "load": "1", "upload": "1", "decoding": "rescaled sum n/r"}
+
+    def _layout(self) -> Layout:
+        return one_partition_each(self.n)
+
+    def _decodable_workers(self, workers: frozenset[int]) -> bool:
+        return len(workers) >= self.n - self.s
+
+    def _weights(self, ids: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
+        return np.full((1, len(ids)), self.n / len(ids))

@@ -1,0 +1,41 @@
+"""Uncoded data parallelism: every worker must answer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gcbench.coding._base import Layout, Scheme
+from gcbench.coding._errors import check_int
+
+
+def one_partition_each(n: int) -> Layout:
+    """Worker i holds partition i and sends its gradient unchanged."""
+    eye = np.eye(n)
+    return Layout(
+        partitions=tuple((i,) for i in range(n)),
+        coefficients=tuple((eye[i : i + 1],) for i in range(n)),
+    )
+
+
+class Uncoded(Scheme):
+    """Plain synchronous data parallelism.
+
+    - tolerates: no stragglers (s = 0)
+    - load: 1 partition per worker
+    - upload: 1 gradient per worker
+    - decoding: sum of the n messages
+    - reference: the synchronous SGD baseline
+    """
+
+    name = "uncoded"
+    reference = "synchronous SGD baseline"
+    facts = {"tolerates": "none (s = 0)", "load": "1", "upload": "1", "decoding": "sum of all n messages"}
+
+    def _check_parameters(self) -> None:
+        check_int(self.name, "s", self.s, 0, 0, "uncoded training waits for every worker")
+
+    def _layout(self) -> Layout:
+        return one_partition_each(self.n)
+
+    def _decodable_workers(self, workers: frozenset[int]) -> bool:
+        return len(workers) == self.n
