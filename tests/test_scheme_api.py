@@ -1,0 +1,89 @@
+"""The public Python API of the coding library, as the README documents it."""
+
+import numpy as np
+import pytest
+
+from gcbench.coding import NotDecodable, available_schemes, make_scheme
+from gcbench.testing import partition_gradients
+
+
+def test_available_schemes_lists_the_seven_builtin_ones():
+    assert available_schemes() == ["uncoded", "ignore_stragglers", "fr", "cr", "cyclic_mds", "cce_cr", "cce_fr"]
+
+
+def test_encode_accepts_a_mapping_covering_the_workers_partitions():
+    scheme = make_scheme("cr", n=6, s=2)
+    grads = partition_gradients(6, 9, np.random.default_rng(0))
+    mapping = {j: grads[j] for j in scheme.partitions(3)}
+    np.testing.assert_array_equal(scheme.encode(3, mapping)[0], scheme.encode(3, grads)[0])
+
+
+def test_encode_reports_a_missing_partition():
+    scheme = make_scheme("fr", n=6, s=1)
+    with pytest.raises(KeyError, match="partition 1 is missing"):
+        scheme.encode(0, {0: np.zeros(3)})
+
+
+def test_padding_is_invisible_to_callers():
+    scheme = make_scheme("cce_cr", n=6, s=1, m=4)
+    grads = partition_gradients(6, 10, np.random.default_rng(1))  # 4 does not divide 10
+    received = {w: scheme.encode(w, grads) for w in range(1, 6)}
+    assert received[1][0].shape == (3,)
+    decoded = scheme.decode(received)
+    assert decoded.shape == (10,)
+    np.testing.assert_allclose(decoded, grads.sum(axis=0), rtol=1e-10)
+
+
+def test_a_fresh_scheme_decodes_padded_messages_when_told_d():
+    encoder = make_scheme("cce_fr", n=6, s=1, m=2)
+    grads = partition_gradients(6, 5, np.random.default_rng(2))
+    received = {w: encoder.encode(w, grads) for w in range(6)}
+    decoder = make_scheme("cce_fr", n=6, s=1, m=2)
+    with pytest.raises(ValueError, match="decode needs d="):
+        decoder.decode(received)
+    np.testing.assert_allclose(decoder.decode(received, d=5), grads.sum(axis=0), rtol=1e-10)
+
+
+def test_too_few_workers_raise_not_decodable():
+    scheme = make_scheme("cyclic_mds", n=7, s=2)
+    grads = partition_gradients(7, 4, np.random.default_rng(3))
+    with pytest.raises(NotDecodable, match="cannot decode from workers \\[0, 1, 2\\]"):
+        scheme.decode({w: scheme.encode(w, grads) for w in range(3)})
+
+
+def test_ignore_stragglers_rescales_and_reports_its_error():
+    scheme = make_scheme("ignore_stragglers", n=4, s=1)
+    grads = np.arange(8.0).reshape(4, 2)
+    received = {w: scheme.encode(w, grads) for w in (0, 1, 3)}
+    np.testing.assert_allclose(scheme.decode(received), (grads[0] + grads[1] + grads[3]) * 4 / 3)
+    decoding = scheme.decoding(received)
+    assert not decoding.exact
+    assert decoding.residual == pytest.approx(np.sqrt(3 * (1 / 3) ** 2 + 1))
+
+
+def test_weights_are_cached_per_received_set():
+    scheme = make_scheme("cr", n=8, s=2)
+    first = scheme.decoding([0, 1, 2, 3, 4, 5])
+    assert scheme.decoding([5, 4, 3, 2, 1, 0]) is first
+
+
+def test_fr_decodes_from_one_worker_per_group():
+    scheme = make_scheme("fr", n=6, s=2)
+    grads = partition_gradients(6, 3, np.random.default_rng(4))
+    received = {w: scheme.encode(w, grads) for w in (2, 3)}
+    np.testing.assert_allclose(scheme.decode(received), grads.sum(axis=0), rtol=1e-12)
+
+
+def test_float32_messages_decode_in_float32():
+    scheme = make_scheme("cyclic_mds", n=6, s=1)
+    grads = partition_gradients(6, 16, np.random.default_rng(5), dtype=np.float32)
+    out = scheme.decode({w: scheme.encode(w, grads) for w in range(1, 6)})
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, grads.astype(np.float64).sum(axis=0), rtol=1e-4, atol=1e-4)
+
+
+def test_worst_condition_is_exhaustive_when_small_and_sampled_when_large():
+    small = make_scheme("cr", n=8, s=2).worst_condition()
+    assert small.exhaustive and small.sets_checked == 28
+    large = make_scheme("fr", n=40, s=9).worst_condition(limit=100)
+    assert not large.exhaustive and large.sets_checked == 100

@@ -1,0 +1,39 @@
+"""Decoding weights apply to torch tensors exactly as to numpy arrays, without leaving the device."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gcbench.coding import available_schemes, make_scheme
+from gcbench.testing import check_torch_matches_numpy, partition_gradients, valid_parameter_sets
+
+torch = pytest.importorskip("torch", reason="torch is part of the [real] extra")
+
+
+@pytest.mark.parametrize("name", available_schemes())
+@given(data=st.data())
+def test_torch_matches_numpy(name, data):
+    n = data.draw(st.integers(2, 9))
+    s, params = data.draw(st.sampled_from(valid_parameter_sets(name, n)))
+    scheme = make_scheme(name, n=n, s=s, **params)
+    stragglers = data.draw(st.lists(st.integers(0, n - 1), max_size=s, unique=True))
+    grads = partition_gradients(n, data.draw(st.integers(1, 20)), np.random.default_rng(0))
+    check_torch_matches_numpy(scheme, stragglers, grads)
+
+
+def test_float32_tensors_stay_float32():
+    scheme = make_scheme("cce_cr", n=5, s=1, m=2)
+    grads = torch.randn(5, 11, dtype=torch.float32)
+    out = scheme.decode({w: scheme.encode(w, grads) for w in range(1, 5)})
+    assert out.dtype == torch.float32 and out.shape == (11,)
+    torch.testing.assert_close(out, grads.sum(0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_tensors_are_decoded_on_the_gpu():
+    scheme = make_scheme("cyclic_mds", n=6, s=1)
+    grads = torch.randn(6, 1000, device="cuda")
+    out = scheme.decode({w: scheme.encode(w, grads) for w in range(1, 6)})
+    assert out.device.type == "cuda"
+    torch.testing.assert_close(out, grads.sum(0), rtol=1e-4, atol=1e-4)
