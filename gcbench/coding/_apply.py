@@ -24,13 +24,13 @@ def weighted_sum_into(out, weights: Sequence[float], vectors: Sequence) -> None:
     """Set ``out`` (a 1-D array or tensor) to sum_i weights[i] * vectors[i]."""
     if is_torch(out):
         out.zero_()
-        for w, v in zip(weights, vectors):
+        for w, v in zip(weights, vectors, strict=True):
             if w != 0.0:
                 out.add_(v, alpha=float(w))
         return
     out[...] = 0
     axpy = _AXPY.get(out.dtype) if out.flags.c_contiguous else None
-    for w, v in zip(weights, vectors):
+    for w, v in zip(weights, vectors, strict=True):
         if w == 0.0:
             continue
         if axpy is not None and v.dtype == out.dtype and v.flags.c_contiguous:

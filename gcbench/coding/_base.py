@@ -76,7 +76,7 @@ class Scheme(abc.ABC):
             self._refuse_if_ill_conditioned()
 
     # -- what subclasses provide -------------------------------------------------
-    def _check_parameters(self) -> None:
+    def _check_parameters(self) -> None:  # noqa: B027  (optional hook)
         """Raise SchemeParameterError for parameters the construction cannot take."""
 
     @abc.abstractmethod
@@ -182,7 +182,7 @@ class Scheme(abc.ABC):
             coeffs = self.coefficients[message_id]
             weights, vectors = [], []
             for u in range(self.m):
-                for j, g in zip(parts, grads):
+                for j, g in zip(parts, grads, strict=True):
                     if coeffs[u, j] != 0.0:
                         weights.append(coeffs[u, j])
                         vectors.append(g[u * length : (u + 1) * length])

@@ -14,9 +14,7 @@ class NotDecodable(Exception):
 def bad_parameter(scheme: str, name: str, expected: str, got: object, why: str = "") -> SchemeParameterError:
     """Build the one error message every parameter check uses."""
     reason = f" ({why})" if why else ""
-    return SchemeParameterError(
-        f"The '{name}' parameter of {scheme} must be {expected}{reason}. Got {got!r} instead."
-    )
+    return SchemeParameterError(f"The '{name}' parameter of {scheme} must be {expected}{reason}. Got {got!r} instead.")
 
 
 def check_int(scheme: str, name: str, value: object, low: int, high: int, why: str = "") -> int:

@@ -29,9 +29,7 @@ class FractionalRepetition(Scheme):
 
     def _check_parameters(self) -> None:
         if self.n % (self.s + 1):
-            raise SchemeParameterError(
-                f"fr needs (s+1) to divide n: s+1={self.s + 1} does not divide n={self.n}."
-            )
+            raise SchemeParameterError(f"fr needs (s+1) to divide n: s+1={self.s + 1} does not divide n={self.n}.")
 
     def _layout(self) -> Layout:
         partitions, coefficients = [], []
