@@ -93,8 +93,8 @@ class Scheme(abc.ABC):
             return True
         return None
 
-    def _weights(self, ids: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
-        """Decoding weights W (m x r) for the received rows; least squares by default."""
+    def _weights(self, ids: tuple[int, ...], rows: np.ndarray) -> tuple[np.ndarray, float | None]:
+        """Decoding weights W (m x r) for the received rows, and their condition number if known."""
         return least_squares_weights(rows, self._target)
 
     # -- properties users and `gcbench schemes` see --------------------------------
@@ -243,16 +243,18 @@ class Scheme(abc.ABC):
         return found
 
     def _solve(self, key: tuple[int, ...]) -> Decoding | None:
+        """The decoding of a received set (not cached), or None when it does not decode."""
         if not key or self._structural_verdict(key) is False:
             return None
         rows = self.rows[list(key)]
-        found = make_decoding(key, rows, self._target, self._weights(key, rows))
+        found = make_decoding(key, rows, self._target, *self._weights(key, rows))
         if self.exact and not found.exact:
             return None
         return found
 
     def _refuse_if_ill_conditioned(self) -> None:
-        report = self.worst_condition(limit=2000)
+        # each set costs an SVD of about n x n: keep the check within seconds at large n
+        report = self.worst_condition(limit=int(np.clip(4e9 / self.n**3, 16, 2000)))
         if report.worst > CONDITION_LIMIT:
             raise SchemeParameterError(
                 f"{self.name} is numerically unusable for n={self.n}, s={self.s}"

@@ -9,7 +9,6 @@ the least-squares estimate, with its residual, when it does not.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 
@@ -33,12 +32,8 @@ class Decoding:
     exact: bool
     error_coefficients: np.ndarray
     gain: float
+    condition: float
     rows: np.ndarray = field(repr=False)
-
-    @cached_property
-    def condition(self) -> float:
-        """Condition number of the received coefficient rows (computed on first use)."""
-        return condition_number(self.rows)
 
     @property
     def residual(self) -> float:
@@ -62,16 +57,18 @@ def condition_number(rows: np.ndarray) -> float:
     return float(kept[0] / kept[-1])
 
 
-def least_squares_weights(rows: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """Minimum-norm W minimising ||W rows - target||, via a truncated SVD."""
+def least_squares_weights(rows: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, float]:
+    """Minimum-norm W minimising ||W rows - target|| (truncated SVD), and the condition number."""
     u, sv, vt = np.linalg.svd(rows, full_matrices=False)
     keep = sv > sv[0] * RANK_RTOL
     u, sv, vt = u[:, keep], sv[keep], vt[keep]
-    return ((target @ vt.T) / sv) @ u.T
+    return ((target @ vt.T) / sv) @ u.T, float(sv[0] / sv[-1])
 
 
-def make_decoding(ids: tuple[int, ...], rows: np.ndarray, target: np.ndarray, weights: np.ndarray) -> Decoding:
-    """Package weights with their residual, condition number and error gain."""
+def make_decoding(
+    ids: tuple[int, ...], rows: np.ndarray, target: np.ndarray, weights: np.ndarray, condition: float | None = None
+) -> Decoding:
+    """Package weights with their residual, condition number (computed if not given) and error gain."""
     error = weights @ rows - target
     per_target = np.linalg.norm(error, axis=1) / np.linalg.norm(target, axis=1)
     # gain bounds how much rounding in the messages can grow in the decoded slices
@@ -82,5 +79,6 @@ def make_decoding(ids: tuple[int, ...], rows: np.ndarray, target: np.ndarray, we
         exact=bool(per_target.max() <= EXACT_RTOL),
         error_coefficients=error,
         gain=gain,
+        condition=condition_number(rows) if condition is None else condition,
         rows=rows,
     )

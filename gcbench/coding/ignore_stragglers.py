@@ -29,5 +29,5 @@ class IgnoreStragglers(Scheme):
     def _decodable_workers(self, workers: frozenset[int]) -> bool:
         return len(workers) >= self.n - self.s
 
-    def _weights(self, ids: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
-        return np.full((1, len(ids)), self.n / len(ids))
+    def _weights(self, ids: tuple[int, ...], rows: np.ndarray) -> tuple[np.ndarray, float]:
+        return np.full((1, len(ids)), self.n / len(ids)), 1.0  # distinct unit rows

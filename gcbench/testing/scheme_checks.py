@@ -92,7 +92,7 @@ def rank_decodable(scheme: Scheme, message_ids: list[int]) -> bool:
         return False
     rows = scheme.rows[message_ids]
     target = np.kron(np.eye(scheme.m), np.ones((1, scheme.k)))
-    weights = least_squares_weights(rows, target)
+    weights, _ = least_squares_weights(rows, target)
     residual = np.linalg.norm(weights @ rows - target, axis=1) / np.linalg.norm(target, axis=1)
     return bool(residual.max() <= EXACT_RTOL)
 
