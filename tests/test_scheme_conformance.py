@@ -18,6 +18,7 @@ from gcbench.testing import (
     check_approximate_residual,
     check_declared_structure,
     check_decode_exact,
+    check_decode_times,
     check_deterministic,
     check_float32_within_bound,
     check_structural_matches_rank,
@@ -77,6 +78,15 @@ def test_beyond_tolerance_never_gives_a_wrong_gradient(name, data):
     check_unrecoverable_is_refused(scheme, responders, grads)
     check_structural_matches_rank(scheme, responders)
     check_approximate_residual(scheme, responders, grads)
+
+
+@pytest.mark.parametrize("name", SCHEMES)
+@given(data=st.data())
+def test_decode_time_is_the_first_decodable_prefix(name, data):
+    scheme = data.draw(scheme_instances(name))
+    times = st.one_of(st.floats(0, 10, allow_nan=False), st.just(float("inf")), st.sampled_from([1.0, 2.0]))
+    arrivals = np.array(data.draw(st.lists(times, min_size=scheme.n, max_size=scheme.n)))
+    check_decode_times(scheme, arrivals)
 
 
 @pytest.mark.parametrize("name", SCHEMES)

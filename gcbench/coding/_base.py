@@ -48,6 +48,8 @@ class Scheme(abc.ABC):
     facts: ClassVar[dict[str, str]] = {}
     # schemes whose conditioning depends on (n, s) refuse parameters above CONDITION_LIMIT
     checks_conditioning: ClassVar[bool] = False
+    # True when exactly the sets of at least n - s workers decode (the suite checks it)
+    threshold_decodable: ClassVar[bool] = False
 
     def __init__(self, n: int, s: int, **params: Any) -> None:
         unknown = sorted(set(params) - set(self.defaults))
@@ -71,6 +73,7 @@ class Scheme(abc.ABC):
         self._messages = tuple(tuple(next(ids) for _ in c) for c in layout.coefficients)
         self._target = targets(self.m, self.k)
         self._cache: OrderedDict[tuple[int, ...], Decoding | None] = OrderedDict()
+        self._approximate: dict[tuple[int, ...], Decoding] = {}
         self._d: int | None = None
         if self.checks_conditioning:
             self._refuse_if_ill_conditioned()
@@ -91,7 +94,7 @@ class Scheme(abc.ABC):
         """
         if len(workers) >= self.n - self.s:
             return True
-        return None
+        return False if self.threshold_decodable else None
 
     def _weights(self, ids: tuple[int, ...], rows: np.ndarray) -> tuple[np.ndarray, float | None]:
         """Decoding weights W (m x r) for the received rows, and their condition number if known."""
@@ -165,6 +168,46 @@ class Scheme(abc.ABC):
             workers = sorted({int(self.message_owner[i]) for i in key})
             raise NotDecodable(f"{self.name} cannot decode from workers {workers} (n={self.n}, s={self.s}).")
         return found
+
+    def approximate_decoding(self, message_ids: Iterable[int]) -> Decoding:
+        """The scheme's best estimate from any non-empty set, with its residual (exact or not)."""
+        key = tuple(sorted(set(message_ids)))
+        if not key:
+            raise NotDecodable(f"{self.name} received no message.")
+        if key not in self._approximate:
+            rows = self.rows[list(key)]
+            self._approximate[key] = make_decoding(key, rows, self._target, *self._weights(key, rows))
+            if len(self._approximate) > _CACHE_SIZE:
+                self._approximate.pop(next(iter(self._approximate)))
+        return self._approximate[key]
+
+    # -- timing: when does a received set first decode? -----------------------------
+    def decode_times(self, arrivals: np.ndarray) -> np.ndarray:
+        """Per row of message arrival times (inf: never arrives), the first time the arrived set decodes.
+
+        inf where it never does. Messages are indexed by global message id.
+        """
+        arrivals = np.atleast_2d(np.asarray(arrivals, dtype=float))
+        if self.threshold_decodable:
+            return kth_smallest(arrivals, self.n - self.s)
+        return np.array([self._decode_time(row) for row in arrivals])
+
+    def _decode_time(self, row: np.ndarray) -> float:
+        order = np.argsort(row, kind="stable")
+        finite = int(np.isfinite(row).sum())
+        if finite == 0 or not self.can_decode(order[:finite]):
+            return float("inf")
+        need = self.n - self.s
+        if need <= finite and (need == 1 or not self.can_decode(order[: need - 1])):
+            return float(row[order[need - 1]])
+        low, high = 1, finite  # the smallest prefix that decodes lies in [low, high]
+        while low < high:
+            middle = (low + high) // 2
+            if self.can_decode(order[:middle]):
+                high = middle
+            else:
+                low = middle + 1
+        return float(row[order[low - 1]])
 
     # -- encoding and decoding vectors ---------------------------------------------
     def encode(self, worker: int, partition_grads: Any) -> list[Any]:
@@ -265,6 +308,11 @@ class Scheme(abc.ABC):
     def __repr__(self) -> str:
         extra = "".join(f", {k}={v!r}" for k, v in self.params.items())
         return f"make_scheme({self.name!r}, n={self.n}, s={self.s}{extra})"
+
+
+def kth_smallest(values: np.ndarray, k: int) -> np.ndarray:
+    """The k-th smallest entry (1-based) of each row."""
+    return np.partition(values, k - 1, axis=1)[:, k - 1]
 
 
 def _partition_gradient(grads: Any, j: int) -> Any:

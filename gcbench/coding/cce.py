@@ -30,6 +30,7 @@ class CCECyclic(Scheme):
     facts = {"tolerates": "any s; s + m <= n", "load": "s + m", "upload": "1/m", "decoding": "interpolation"}
     defaults = {"m": 2}
     checks_conditioning = True
+    threshold_decodable = True
 
     def _check_parameters(self) -> None:
         check_int(self.name, "m", self.m, 1, self.n - self.s, f"s + m must be at most n={self.n}")
@@ -77,3 +78,9 @@ class CCEFractional(Scheme):
 
     def _decodable_workers(self, workers: frozenset[int]) -> bool:
         return all(len(workers.intersection(block)) >= self.m for block in self._groups())
+
+    def decode_times(self, arrivals: np.ndarray) -> np.ndarray:
+        """The slowest group's m-th fastest worker."""
+        arrivals = np.atleast_2d(arrivals)
+        grouped = arrivals.reshape(len(arrivals), -1, self.s + self.m)
+        return np.partition(grouped, self.m - 1, axis=2)[:, :, self.m - 1].max(axis=1)

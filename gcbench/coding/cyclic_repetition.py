@@ -49,6 +49,7 @@ class CyclicRepetition(Scheme):
     facts = {"tolerates": "any s", "load": "s + 1", "upload": "1", "decoding": "n - s weights (random, seeded)"}
     defaults = {"seed": 0}
     checks_conditioning = True
+    threshold_decodable = True
 
     def _check_parameters(self) -> None:
         check_int(self.name, "seed", self.params["seed"], 0, 2**63 - 1)

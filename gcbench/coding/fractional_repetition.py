@@ -43,3 +43,8 @@ class FractionalRepetition(Scheme):
 
     def _decodable_workers(self, workers: frozenset[int]) -> bool:
         return all(workers.intersection(block) for block in groups(self.n, self.s + 1))
+
+    def decode_times(self, arrivals: np.ndarray) -> np.ndarray:
+        """The slowest group's fastest worker."""
+        arrivals = np.atleast_2d(arrivals)
+        return arrivals.reshape(len(arrivals), -1, self.s + 1).min(axis=2).max(axis=1)

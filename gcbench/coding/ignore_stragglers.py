@@ -21,13 +21,11 @@ class IgnoreStragglers(Scheme):
     name = "ignore_stragglers"
     reference = "Tandon et al., ICML 2017 (baseline)"
     exact = False
+    threshold_decodable = True
     facts = {"tolerates": "any s (approximate)", "load": "1", "upload": "1", "decoding": "rescaled sum n/r"}
 
     def _layout(self) -> Layout:
         return one_partition_each(self.n)
-
-    def _decodable_workers(self, workers: frozenset[int]) -> bool:
-        return len(workers) >= self.n - self.s
 
     def _weights(self, ids: tuple[int, ...], rows: np.ndarray) -> tuple[np.ndarray, float]:
         return np.full((1, len(ids)), self.n / len(ids)), 1.0  # distinct unit rows

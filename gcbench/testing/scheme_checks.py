@@ -161,6 +161,22 @@ def check_torch_matches_numpy(scheme: Scheme, stragglers: Any, grads: np.ndarray
     np.testing.assert_allclose(result.numpy(), expected, rtol=1e-12, atol=1e-12)
 
 
+def check_decode_times(scheme: Scheme, arrivals: np.ndarray) -> None:
+    """decode_times equals the first arrival whose prefix (in time order) decodes, found by brute force.
+
+    Exact schemes are judged by rank; approximate ones by their own can_decode.
+    """
+    decodes = rank_decodable if scheme.exact else (lambda sch, ids: sch.can_decode(ids))
+    expected = float("inf")
+    order = np.argsort(arrivals, kind="stable")
+    for count in range(1, len(order) + 1):
+        if np.isfinite(arrivals[order[count - 1]]) and decodes(scheme, list(order[:count])):
+            expected = float(arrivals[order[count - 1]])
+            break
+    got = float(scheme.decode_times(arrivals[None, :])[0])
+    assert got == expected, f"{scheme!r} arrivals {arrivals.tolist()}: decode time {got}, rank says {expected}"
+
+
 def all_subsets(n: int, max_size: int) -> itertools.chain:
     """Every subset of range(n) with at most max_size elements."""
     return itertools.chain.from_iterable(itertools.combinations(range(n), t) for t in range(max_size + 1))
