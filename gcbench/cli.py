@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -66,6 +67,30 @@ def schemes(
         return
     params = {key: value for key, value in {"m": m, "seed": seed}.items() if value is not None}
     print_scheme(name, n, s, params)
+
+
+@app.command()
+@user_errors
+def simulate(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Results directory (default: a new one under results/).")
+    ] = None,
+    check: Annotated[bool, typer.Option("--check", help="Validate the scenario and exit.")] = False,
+    jobs: Annotated[int | None, typer.Option("--jobs", help="Parallel processes (default: automatic).")] = None,
+    workers_table: Annotated[
+        bool, typer.Option("--workers-table/--no-workers-table", help="Write workers.parquet.")
+    ] = True,
+) -> None:
+    """Simulate a scenario: every variant, seed and sweep point; print the summary and write results."""
+    from gcbench.cli_schemes import wide_console
+    from gcbench.cli_simulate import check_scenario, simulate_scenario
+
+    console = wide_console()
+    if check:
+        check_scenario(scenario, console)
+        return
+    simulate_scenario(scenario, out, jobs, workers_table, console)
 
 
 def main() -> None:

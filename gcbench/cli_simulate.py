@@ -1,0 +1,69 @@
+"""What `gcbench simulate` does: validate, simulate with a progress bar, write results, print the summary."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from gcbench.results import summarize, write_results
+from gcbench.results.metadata import new_run_directory, run_metadata
+from gcbench.scenario import load_scenario
+from gcbench.sim.runner import simulate_points, task_count
+
+
+def check_scenario(path: Path, console: Console) -> None:
+    points = load_scenario(path)
+    scenario = points[0].scenario
+    console.print(
+        f"{path}: valid — {scenario.workers} workers, {len(scenario.variants)} variants, "
+        f"{len(points)} sweep point(s), {len(scenario.seeds)} seed(s), {scenario.iterations} iterations each."
+    )
+
+
+def simulate_scenario(
+    path: Path, out: Path | None, jobs: int | None, with_workers: bool, console: Console
+) -> tuple[Path, pd.DataFrame]:
+    points = load_scenario(path)
+    scenario = points[0].scenario
+    out = out or new_run_directory(Path("results"), scenario.name)
+    began = time.perf_counter()
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(f"simulating {scenario.name}", total=task_count(points))
+        iterations, workers = simulate_points(
+            points, jobs=jobs, with_workers=with_workers, progress=lambda done: bar.update(task, completed=done)
+        )
+    sweep_columns = list(points[0].values)
+    summary = summarize(iterations, sweep_columns)
+    elapsed = time.perf_counter() - began
+    meta = run_metadata("sim", path, points, {"backend": "simpy", "wall_seconds": round(elapsed, 3)})
+    write_results(out, iterations, workers, meta)
+    summary.to_csv(out / "summary.csv", index=False)
+    print_summary(summary, sweep_columns, console)
+    console.print(f"results: {out}  ({len(iterations)} iterations simulated in {elapsed:.1f} s)")
+    return out, summary
+
+
+def print_summary(summary: pd.DataFrame, sweep_columns: list[str], console: Console) -> None:
+    for _, rows in summary.groupby("point", sort=True):
+        where = ", ".join(f"{c} = {rows[c].iloc[0]}" for c in sweep_columns)
+        table = Table(title=f"iteration time (s){f' at {where}' if where else ''}")
+        for name in ("variant", "mean", "95% CI", "p50", "p99", "speedup", "exact"):
+            table.add_column(name, justify="left" if name == "variant" else "right")
+        for row in rows.itertuples():
+            interval = f"[{row.ci_low:.4g}, {row.ci_high:.4g}]" if pd.notna(row.ci_low) else "n/a"
+            table.add_row(
+                row.variant,
+                f"{row.mean:.4g}",
+                interval,
+                f"{row.p50:.4g}",
+                f"{row.p99:.4g}",
+                f"{row.speedup:.2f}x",
+                f"{row.exact_share:.0%}",
+            )
+        console.print(table)

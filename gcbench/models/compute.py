@@ -1,0 +1,37 @@
+"""Per-worker compute times for a block of iterations, from a distribution or a trace."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from gcbench.models.traces import Trace
+
+
+@lru_cache(maxsize=8)
+def _trace_matrix(trace: Trace, workers: int) -> np.ndarray:
+    return trace.matrix(workers)
+
+
+def compute_times(compute, rng: np.random.Generator, iterations: int, loads: np.ndarray) -> np.ndarray:
+    """Seconds each worker computes in each iteration (iterations x workers), before straggling.
+
+    With ``load: scale`` the draws do not depend on the loads, so variants run
+    with the same seed see the same workers being slow (common random numbers).
+    """
+    n = len(loads)
+    if compute.trace is not None:
+        table = _trace_matrix(compute.trace, n)
+        times = table[np.arange(iterations) % len(table)]
+        if compute.trace.load_scaling == "proportional":
+            times = times * loads
+    elif compute.load == "scale":
+        times = compute.per_partition.sample(rng, (iterations, n)) * loads
+    else:
+        draws = compute.per_partition.sample(rng, (iterations, n, int(loads.max())))
+        held = np.arange(draws.shape[2]) < loads[:, None]
+        times = (draws * held).sum(axis=2)
+    if compute.speeds is not None:
+        times = times / np.asarray(compute.speeds)
+    return np.asarray(times, dtype=float)

@@ -1,0 +1,170 @@
+"""Compute-time distributions (seconds per partition, before speed factors and straggling).
+
+Every distribution samples with a numpy Generator, so one seed gives one stream.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import Field, PositiveFloat, model_validator
+
+from gcbench.models._config import Config
+
+NonNegative = Annotated[float, Field(ge=0)]
+
+
+class Deterministic(Config):
+    """Always ``value`` seconds."""
+
+    distribution: Literal["deterministic"]
+    value: NonNegative
+
+    def sample(self, rng: np.random.Generator, size) -> np.ndarray:
+        return np.full(size, self.value)
+
+    def mean(self) -> float:
+        return self.value
+
+
+class Exponential(Config):
+    """Exponential with rate ``rate`` (mean 1/rate)."""
+
+    distribution: Literal["exponential"]
+    rate: PositiveFloat
+
+    def sample(self, rng: np.random.Generator, size) -> np.ndarray:
+        return rng.exponential(1.0 / self.rate, size)
+
+    def mean(self) -> float:
+        return 1.0 / self.rate
+
+
+class ShiftedExponential(Config):
+    """``shift`` plus an exponential with rate ``rate`` (Lee et al.; Tandon et al.)."""
+
+    distribution: Literal["shifted_exponential"]
+    shift: NonNegative
+    rate: PositiveFloat
+
+    def sample(self, rng: np.random.Generator, size) -> np.ndarray:
+        return self.shift + rng.exponential(1.0 / self.rate, size)
+
+    def mean(self) -> float:
+        return self.shift + 1.0 / self.rate
+
+
+class Pareto(Config):
+    """Pareto (type I) with minimum ``scale`` and tail index ``shape``: heavy tails."""
+
+    distribution: Literal["pareto"]
+    scale: PositiveFloat
+    shape: PositiveFloat
+
+    def sample(self, rng: np.random.Generator, size) -> np.ndarray:
+        return self.scale * (1.0 + rng.pareto(self.shape, size))
+
+    def mean(self) -> float:
+        return self.scale * self.shape / (self.shape - 1.0) if self.shape > 1 else float("inf")
+
+
+class LogNormal(Config):
+    """exp(N(mu, sigma^2)): ``mu`` and ``sigma`` of the underlying normal."""
+
+    distribution: Literal["lognormal"]
+    mu: float
+    sigma: PositiveFloat
+
+    def sample(self, rng: np.random.Generator, size) -> np.ndarray:
+        return rng.lognormal(self.mu, self.sigma, size)
+
+    def mean(self) -> float:
+        return float(np.exp(self.mu + self.sigma**2 / 2))
+
+
+class Weibull(Config):
+    """Weibull with ``shape`` k and ``scale`` lambda."""
+
+    distribution: Literal["weibull"]
+    shape: PositiveFloat
+    scale: PositiveFloat
+
+    def sample(self, rng: np.random.Generator, size) -> np.ndarray:
+        return self.scale * rng.weibull(self.shape, size)
+
+    def mean(self) -> float:
+        from math import gamma
+
+        return self.scale * gamma(1.0 + 1.0 / self.shape)
+
+
+class Empirical(Config):
+    """Resample, with replacement, from measured ``samples`` (seconds)."""
+
+    distribution: Literal["empirical"]
+    samples: list[NonNegative] = Field(min_length=1)
+
+    def sample(self, rng: np.random.Generator, size) -> np.ndarray:
+        return rng.choice(np.asarray(self.samples, dtype=float), size=size)
+
+    def mean(self) -> float:
+        return float(np.mean(self.samples))
+
+
+class Component(Config):
+    """One part of a mixture: its weight and its distribution."""
+
+    weight: PositiveFloat
+    of: SimpleDistribution
+
+
+class Mixture(Config):
+    """Draw from component i with probability weight_i / sum(weights)."""
+
+    distribution: Literal["mixture"]
+    components: list[Component] = Field(min_length=1)
+
+    def _probabilities(self) -> np.ndarray:
+        w = np.array([c.weight for c in self.components])
+        return w / w.sum()
+
+    def sample(self, rng: np.random.Generator, size) -> np.ndarray:
+        which = rng.choice(len(self.components), size=size, p=self._probabilities())
+        out = np.empty(np.shape(which))
+        for i, component in enumerate(self.components):
+            draws = component.of.sample(rng, size)
+            out = np.where(which == i, draws, out)
+        return out
+
+    def mean(self) -> float:
+        return float(sum(p * c.of.mean() for p, c in zip(self._probabilities(), self.components, strict=True)))
+
+    @model_validator(mode="after")
+    def _finite_weights(self) -> Mixture:
+        if not np.isfinite(sum(c.weight for c in self.components)):
+            raise ValueError("mixture weights must be finite")
+        return self
+
+
+SimpleDistribution = Annotated[
+    Deterministic | Exponential | ShiftedExponential | Pareto | LogNormal | Weibull | Empirical,
+    Field(discriminator="distribution"),
+]
+Distribution = Annotated[
+    Deterministic | Exponential | ShiftedExponential | Pareto | LogNormal | Weibull | Empirical | Mixture,
+    Field(discriminator="distribution"),
+]
+Component.model_rebuild()
+Mixture.model_rebuild()
+
+DISTRIBUTIONS = (
+    "deterministic",
+    "exponential",
+    "shifted_exponential",
+    "pareto",
+    "lognormal",
+    "weibull",
+    "empirical",
+    "mixture",
+)

@@ -1,0 +1,36 @@
+"""The network between workers and master: latency, bandwidth, and an optional shared link.
+
+A message of b bytes ready at time r arrives at r + latency + b / bandwidth. With
+``shared_link`` the master's ingress is one FIFO link: messages queue in order
+of reaching it, so smaller uploads (CCE) finish sooner.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import numpy as np
+from pydantic import Field
+
+from gcbench.models._config import Config
+
+
+class Network(Config):
+    latency: Annotated[float, Field(ge=0)] = 0.0
+    bandwidth: Annotated[float, Field(gt=0)] | None = None  # bytes per second; null: infinite
+    shared_link: bool = False
+
+    def arrivals(self, ready: np.ndarray, message_bytes: int) -> np.ndarray:
+        """Arrival times at the master of messages ready at ``ready`` (inf: never sent)."""
+        transfer = 0.0 if self.bandwidth is None else message_bytes / self.bandwidth
+        reach = ready + self.latency
+        if not self.shared_link or transfer == 0.0:
+            return reach + transfer
+        order = np.argsort(reach, kind="stable")
+        sorted_reach = reach[order]
+        # FIFO queue: departure_i = max(reach_i, departure_{i-1}) + transfer
+        steps = np.arange(1, len(order) + 1) * transfer
+        departures = steps + np.maximum.accumulate(sorted_reach - steps + transfer)
+        out = np.empty_like(reach)
+        out[order] = departures
+        return out

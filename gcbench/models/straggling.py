@@ -1,0 +1,88 @@
+"""Straggling: which workers are slow in which iteration, and how slow.
+
+A straggling worker's compute time is multiplied by ``slowdown`` and ``delay``
+seconds are added; ``delay_scaling: load`` multiplies the delay by the worker's
+load (slow per partition), ``once`` adds it once per iteration (a hiccup). Coding
+adds load, so it wins under ``once`` and can lose under ``load``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import Field
+
+from gcbench.models._config import Config
+
+Probability = Annotated[float, Field(ge=0, le=1)]
+
+
+class _Slowness(Config):
+    slowdown: Annotated[float, Field(ge=1)] = 1.0
+    delay: Annotated[float, Field(ge=0)] = 0.0
+    delay_scaling: Literal["load", "once"] = "once"
+
+    def penalty(self, compute: np.ndarray, load: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Extra seconds that straggling (mask) adds to these compute times."""
+        delay = self.delay * (load if self.delay_scaling == "load" else 1.0)
+        return np.where(mask, compute * (self.slowdown - 1.0) + delay, 0.0)
+
+
+class NoStraggling(Config):
+    model: Literal["none"] = "none"
+
+    def draw(self, rng: np.random.Generator, iterations: int, n: int) -> np.ndarray:
+        return np.zeros((iterations, n), dtype=bool)
+
+    def penalty(self, compute: np.ndarray, load: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        return np.zeros_like(compute)
+
+
+class IndependentStraggling(_Slowness):
+    """Each worker straggles in each iteration with ``probability``, independently."""
+
+    model: Literal["independent"]
+    probability: Probability
+
+    def draw(self, rng: np.random.Generator, iterations: int, n: int) -> np.ndarray:
+        return rng.random((iterations, n)) < self.probability
+
+
+class MarkovStraggling(_Slowness):
+    """Persistent stragglers: a two-state chain per worker (enter / leave probabilities per iteration).
+
+    Workers start in the stationary distribution: P(straggling) = enter / (enter + leave).
+    """
+
+    model: Literal["markov"]
+    enter: Probability
+    leave: Annotated[float, Field(gt=0, le=1)]
+
+    def draw(self, rng: np.random.Generator, iterations: int, n: int) -> np.ndarray:
+        uniforms = rng.random((iterations, n))
+        mask = np.empty((iterations, n), dtype=bool)
+        state = uniforms[0] < self.enter / (self.enter + self.leave)
+        mask[0] = state
+        for t in range(1, iterations):
+            threshold = np.where(state, 1.0 - self.leave, self.enter)
+            state = uniforms[t] < threshold
+            mask[t] = state
+        return mask
+
+
+class FixedStraggling(_Slowness):
+    """The listed workers straggle in every iteration."""
+
+    model: Literal["fixed"]
+    workers: list[Annotated[int, Field(ge=0)]]
+
+    def draw(self, rng: np.random.Generator, iterations: int, n: int) -> np.ndarray:
+        mask = np.zeros((iterations, n), dtype=bool)
+        mask[:, self.workers] = True
+        return mask
+
+
+Straggling = Annotated[
+    NoStraggling | IndependentStraggling | MarkovStraggling | FixedStraggling, Field(discriminator="model")
+]

@@ -1,0 +1,45 @@
+"""What every synchronous policy answers: given message arrival times, when does the master stop?
+
+Arrival times are relative to the iteration's start, one row per iteration and
+one column per message; inf means the message never comes (crashed for good).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal, NamedTuple
+
+import numpy as np
+
+from gcbench.coding import Scheme
+from gcbench.models._config import Config
+
+
+class PolicyOutcome(NamedTuple):
+    stop: np.ndarray  # (rows,) seconds after the iteration's start; inf: cannot progress
+    reason: np.ndarray  # (rows,) str: why it stopped
+
+
+class SynchronousPolicy(Config):
+    """A policy whose master waits, decodes once, and starts the next iteration."""
+
+    fallback: Literal["wait", "approximate"] = "wait"
+
+    synchronous: ClassVar[bool] = True
+
+    def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
+        raise NotImplementedError
+
+    def _fallback(self, stop: np.ndarray, reason: np.ndarray, arrivals: np.ndarray) -> PolicyOutcome:
+        """Rows that cannot finish: with ``approximate``, stop at the last message that does arrive."""
+        stuck = ~np.isfinite(stop)
+        if stuck.any() and self.fallback == "approximate":
+            finite = np.where(np.isfinite(arrivals), arrivals, -np.inf).max(axis=1)
+            rescued = stuck & np.isfinite(finite)
+            stop = np.where(rescued, finite, stop)
+            reason = np.where(rescued, "fallback_approximate", reason)
+        return PolicyOutcome(stop, reason)
+
+
+def all_arrived(arrivals: np.ndarray) -> np.ndarray:
+    """Per row, when the last message arrives (inf if one never does)."""
+    return arrivals.max(axis=1)

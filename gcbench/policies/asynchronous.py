@@ -1,0 +1,53 @@
+"""Asynchronous policies (Dutta et al., AISTATS 2018): the master updates as results come in.
+
+Workers compute continuously; a worker whose result is used restarts at once on
+the newest model, so results can be stale. ``k_async`` waits for k results from
+distinct workers, ``k_batch_async`` for any k results, ``async`` is k = 1.
+These need every worker event and run on the simulator's event engine.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field
+
+from gcbench.models._config import Config
+
+
+class _AsyncPolicy(Config):
+    synchronous: ClassVar[bool] = False
+    distinct: bool = True
+
+    @property
+    def batch(self) -> int:
+        return 1
+
+
+class KAsync(_AsyncPolicy):
+    """Update after k results from distinct workers; those k restart on the new model."""
+
+    name: Literal["k_async"] = "k_async"
+    k: Annotated[int, Field(ge=1)]
+
+    @property
+    def batch(self) -> int:
+        return self.k
+
+
+class KBatchAsync(_AsyncPolicy):
+    """Update after any k results (a fast worker may contribute several)."""
+
+    name: Literal["k_batch_async"] = "k_batch_async"
+    k: Annotated[int, Field(ge=1)]
+    distinct: bool = False
+
+    @property
+    def batch(self) -> int:
+        return self.k
+
+
+class Async(_AsyncPolicy):
+    """Fully asynchronous SGD: apply every result as it arrives (k = 1)."""
+
+    name: Literal["async"] = "async"

@@ -1,0 +1,67 @@
+"""Synchronous policies: wait for all, until decodable, for the fastest k, or until a deadline."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import Field, PositiveFloat
+
+from gcbench.coding import Scheme
+from gcbench.coding._base import kth_smallest
+from gcbench.policies._base import PolicyOutcome, SynchronousPolicy, all_arrived
+
+
+class WaitAll(SynchronousPolicy):
+    """Wait for every worker's message (synchronous SGD)."""
+
+    name: Literal["wait_all"] = "wait_all"
+
+    def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
+        stop = all_arrived(arrivals)
+        return self._fallback(stop, np.full(len(stop), "all_arrived", dtype=object), arrivals)
+
+
+class Decodable(SynchronousPolicy):
+    """Stop as soon as the received messages decode (the default for coded schemes)."""
+
+    name: Literal["decodable"] = "decodable"
+
+    def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
+        stop = scheme.decode_times(arrivals)
+        return self._fallback(stop, np.full(len(stop), "decodable", dtype=object), arrivals)
+
+
+class FastestK(SynchronousPolicy):
+    """Stop at the k-th message; decode exactly if those decode, else approximately."""
+
+    name: Literal["fastest_k"] = "fastest_k"
+    k: Annotated[int, Field(ge=1)]
+
+    def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
+        stop = kth_smallest(arrivals, min(self.k, arrivals.shape[1]))
+        return self._fallback(stop, np.full(len(stop), "fastest_k", dtype=object), arrivals)
+
+
+class Deadline(SynchronousPolicy):
+    """Stop at ``deadline`` seconds (or when all arrived); if what arrived does not decode, apply the fallback.
+
+    ``wait`` keeps waiting until the messages decode; ``approximate`` decodes
+    what arrived by the deadline (waiting for a first message if none did).
+    """
+
+    name: Literal["deadline"] = "deadline"
+    deadline: PositiveFloat
+
+    def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
+        at_deadline = np.minimum(all_arrived(arrivals), self.deadline)
+        decodes_at = scheme.decode_times(arrivals)
+        late = decodes_at > at_deadline
+        if self.fallback == "wait":
+            stop = np.where(late, decodes_at, at_deadline)
+            reason = np.where(late, "fallback_wait", "deadline")
+            return self._fallback(stop, reason.astype(object), arrivals)
+        first = arrivals.min(axis=1)
+        stop = np.maximum(at_deadline, first)
+        reason = np.where(late, "fallback_approximate", "deadline").astype(object)
+        return PolicyOutcome(stop, reason)

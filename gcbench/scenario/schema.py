@@ -1,0 +1,95 @@
+"""The scenario file: one YAML document drives `gcbench simulate` and `gcbench run --real`.
+
+Every section is a strict config (unknown keys are errors). See docs/scenarios.md.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, PositiveInt, model_validator
+
+from gcbench.models._config import Config
+from gcbench.models.distributions import Distribution
+from gcbench.models.failures import Failures, NoFailures
+from gcbench.models.network import Network
+from gcbench.models.straggling import NoStraggling, Straggling
+from gcbench.models.traces import Trace
+from gcbench.policies import Decodable, Policy
+
+DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+
+
+class Gradient(Config):
+    """The gradient a worker uploads: its length and dtype set the message size in bytes."""
+
+    length: PositiveInt = 11_200_000
+    dtype: Literal["float16", "bfloat16", "float32", "float64"] = "float32"
+
+
+class Compute(Config):
+    """Compute time of a worker: per-partition draws (or a trace), its load, and its speed.
+
+    ``load: scale`` draws one time per worker and iteration and multiplies it by
+    the load (the model of Tandon et al.); ``sum`` draws every partition
+    independently. A worker's time is divided by its speed.
+    """
+
+    per_partition: Distribution | None = None
+    trace: Trace | None = None
+    load: Literal["scale", "sum"] = "scale"
+    speeds: list[Annotated[float, Field(gt=0)]] | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Compute:
+        if (self.per_partition is None) == (self.trace is None):
+            raise ValueError("give exactly one of per_partition and trace")
+        return self
+
+
+class Variant(Config):
+    """One thing to compare: a scheme with its parameters, and an aggregation policy."""
+
+    label: str | None = None
+    scheme: str
+    s: Annotated[int, Field(ge=0)] = 0
+    m: PositiveInt | None = None
+    seed: Annotated[int, Field(ge=0)] | None = None
+    policy: Policy = Field(default_factory=Decodable)
+
+    def scheme_params(self) -> dict[str, Any]:
+        return {key: value for key, value in (("m", self.m), ("seed", self.seed)) if value is not None}
+
+    def display_label(self) -> str:
+        if self.label:
+            return self.label
+        params = "".join(f",{k}={v}" for k, v in self.scheme_params().items())
+        scheme = f"{self.scheme}(s={self.s}{params})" if self.scheme != "uncoded" else "uncoded"
+        return f"{scheme}/{self.policy.name}"
+
+
+class Scenario(Config):
+    """A whole experiment: the cluster, its models, the variants to compare, and sweeps."""
+
+    name: str
+    description: str = ""
+    workers: Annotated[int, Field(ge=1, le=4096)]
+    iterations: PositiveInt
+    seeds: list[Annotated[int, Field(ge=0)]] = Field(default=[0], min_length=1)
+    gradient: Gradient = Gradient()
+    compute: Compute
+    straggling: Straggling = NoStraggling()
+    failures: Failures = NoFailures()
+    network: Network = Network()
+    stale_work: Literal["abandon", "finish"] = "abandon"
+    variants: list[Variant] = Field(min_length=1)
+    sweep: dict[str, list[Any]] = {}
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> Scenario:
+        from gcbench.scenario.checks import cross_field_problems
+
+        problems = cross_field_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self

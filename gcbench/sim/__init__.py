@@ -1,0 +1,1 @@
+"""The simulator: SimPy and vectorised engines over the shared models and policies."""

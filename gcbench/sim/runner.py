@@ -1,0 +1,106 @@
+"""Run every (sweep point, variant, seed) of a scenario and gather the results tables.
+
+Tasks are independent and each is seeded only by its seed, so running them in
+parallel processes gives the same numbers, bit for bit, as running them in turn.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from gcbench.coding import Scheme, make_scheme
+from gcbench.scenario.loading import SweepPoint
+from gcbench.scenario.schema import Scenario, Variant
+
+PARALLEL_THRESHOLD = 2_000_000  # worker-iterations below which process start-up costs more than it saves
+
+
+@dataclass(frozen=True)
+class Task:
+    point: int
+    variant: int
+    seed: int
+
+
+@lru_cache(maxsize=64)
+def _scheme(name: str, n: int, s: int, params: tuple) -> Scheme:
+    return make_scheme(name, n=n, s=s, **dict(params))
+
+
+def scheme_for(scenario: Scenario, variant: Variant) -> Scheme:
+    return _scheme(variant.scheme, scenario.workers, variant.s, tuple(sorted(variant.scheme_params().items())))
+
+
+def run_task(point: SweepPoint, index: int, task: Task, with_workers: bool) -> tuple[dict, dict | None]:
+    """Simulate one variant at one sweep point with one seed; return column dicts of both tables."""
+    from gcbench.sim.asynchronous import simulate_asynchronous
+    from gcbench.sim.synchronous import simulate_synchronous
+
+    scenario = point.scenario
+    variant = scenario.variants[task.variant]
+    scheme = scheme_for(scenario, variant)
+    engine = simulate_synchronous if variant.policy.synchronous else simulate_asynchronous
+    rec = engine(scenario, variant, scheme, task.seed)
+    keys = {
+        "variant": variant.display_label(),
+        "scheme": variant.scheme,
+        "s": variant.s,
+        "m": scheme.m,
+        "policy": variant.policy.name,
+        "point": index,
+        **point.values,
+        "seed": task.seed,
+    }
+    iterations = {**{k: np.repeat(v, scenario.iterations) for k, v in keys.items()}, **rec.iteration_columns()}
+    workers = None
+    if with_workers:
+        loads = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)])
+        columns = rec.worker_columns(loads)
+        rows = len(columns["worker"])
+        ids = {k: np.repeat(keys[k], rows) for k in ("variant", "point", "seed")}
+        workers = {**ids, **columns}
+    return iterations, workers
+
+
+def simulate_points(
+    points: list[SweepPoint],
+    jobs: int | None = None,
+    with_workers: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """All tasks of all sweep points; ``progress(done)`` is called as tasks finish."""
+    tasks = [
+        (i, Task(i, v, seed))
+        for i, point in enumerate(points)
+        for v in range(len(point.scenario.variants))
+        for seed in point.scenario.seeds
+    ]
+    size = sum(points[i].scenario.iterations * points[i].scenario.workers for i, _ in tasks)
+    jobs = jobs if jobs is not None else (os.cpu_count() or 1) if size >= PARALLEL_THRESHOLD else 1
+    results: list[tuple[dict, dict | None]] = []
+    if jobs <= 1 or len(tasks) == 1:
+        for done, (i, task) in enumerate(tasks, start=1):
+            results.append(run_task(points[i], i, task, with_workers))
+            if progress:
+                progress(done)
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(run_task, points[i], i, task, with_workers) for i, task in tasks]
+            for done, future in enumerate(futures, start=1):
+                results.append(future.result())
+                if progress:
+                    progress(done)
+    iterations = pd.concat([pd.DataFrame(r[0]) for r in results], ignore_index=True)
+    workers = pd.concat([pd.DataFrame(r[1]) for r in results], ignore_index=True) if with_workers else None
+    return iterations, workers
+
+
+def task_count(points: list[SweepPoint]) -> int:
+    return sum(len(p.scenario.variants) * len(p.scenario.seeds) for p in points)
