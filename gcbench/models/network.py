@@ -21,16 +21,19 @@ class Network(Config):
     shared_link: bool = False
 
     def arrivals(self, ready: np.ndarray, message_bytes: int) -> np.ndarray:
-        """Arrival times at the master of messages ready at ``ready`` (inf: never sent)."""
+        """Arrival times at the master of messages ready at ``ready`` (inf: never sent).
+
+        ``ready`` may hold one row per iteration; messages of different rows never share the link.
+        """
         transfer = 0.0 if self.bandwidth is None else message_bytes / self.bandwidth
-        reach = ready + self.latency
+        reach = np.asarray(ready, dtype=float) + self.latency
         if not self.shared_link or transfer == 0.0:
             return reach + transfer
-        order = np.argsort(reach, kind="stable")
-        sorted_reach = reach[order]
-        # FIFO queue: departure_i = max(reach_i, departure_{i-1}) + transfer
-        steps = np.arange(1, len(order) + 1) * transfer
-        departures = steps + np.maximum.accumulate(sorted_reach - steps + transfer)
+        order = np.argsort(reach, axis=-1, kind="stable")
+        sorted_reach = np.take_along_axis(reach, order, axis=-1)
+        # FIFO queue: departure_i = max(reach_i, departure_{i-1}) + transfer, unrolled as a running max
+        steps = np.arange(1, reach.shape[-1] + 1) * transfer
+        departures = steps + np.maximum.accumulate(sorted_reach - steps + transfer, axis=-1)
         out = np.empty_like(reach)
-        out[order] = departures
+        np.put_along_axis(out, order, departures, axis=-1)
         return out
