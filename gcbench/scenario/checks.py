@@ -29,7 +29,7 @@ def cross_field_problems(scenario: Scenario) -> list[str]:
         except SchemeParameterError as error:
             problems.append(f"{where}: {error}")
         k = getattr(variant.policy, "k", None)
-        if k is not None and k > n:
+        if k is not None and k > n and getattr(variant.policy, "distinct", True):
             problems.append(f"{where}.policy.k: must be <= workers ({n})")
         if labels.count(labels[i]) > 1 and labels.index(labels[i]) == i:
             problems.append(f"{where}.label: '{labels[i]}' names more than one variant; give each a distinct label")

@@ -78,7 +78,7 @@ class _Cluster:
             while len(batch) < k:
                 batch.append((yield self.inbox.get()))
             now = self.env.now
-            rec.start[t], rec.end[t] = previous, now
+            rec.start[t], rec.end[t], rec.duration[t] = previous, now, now - previous
             rec.reason[t] = "k_results"
             rec.staleness[t] = np.mean([self.version - item[5] for item in batch])
             for w, row, start, ready, arrival, _ in batch:

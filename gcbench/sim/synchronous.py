@@ -56,6 +56,7 @@ def _independent_iterations(rec, busy, scenario, variant, scheme, size) -> None:
     arrivals = scenario.network.arrivals(busy, size)
     outcome = variant.policy.stop_times(arrivals, scheme)
     _check_progress(outcome.stop, variant, scheme)
+    rec.duration[:] = outcome.stop
     rec.end[:] = np.cumsum(outcome.stop)
     rec.start[1:] = rec.end[:-1]
     rec.compute_start[:] = rec.start[:, None]
@@ -82,7 +83,7 @@ def _stateful_iterations(rec, busy, scenario, variant, scheme, size, rng) -> Non
         outcome = variant.policy.stop_times(arrivals[None, :], scheme)
         _check_progress(outcome.stop, variant, scheme, t)
         stop = float(outcome.stop[0])
-        rec.start[t], rec.end[t] = now, now + stop
+        rec.start[t], rec.end[t], rec.duration[t] = now, now + stop, stop
         rec.compute_start[t], rec.compute_end[t] = begin, ready
         rec.arrival[t] = now + arrivals
         rec.used[t] = arrivals <= stop

@@ -20,6 +20,7 @@ class RunRecorder:
         self.injected = np.zeros(shape)
         self.start = np.zeros(iterations)
         self.end = np.zeros(iterations)
+        self.duration = np.zeros(iterations)  # kept apart from end - start, which loses the last bits
         self.reason = np.empty(iterations, dtype=object)
         self.exact = np.zeros(iterations, dtype=bool)
         self.residual = np.zeros(iterations)
@@ -30,7 +31,7 @@ class RunRecorder:
             "iteration": np.arange(self.iterations),
             "start": self.start,
             "end": self.end,
-            "duration": self.end - self.start,
+            "duration": self.duration,
             "messages_used": self.used.sum(axis=1),
             "stop": self.reason.astype(str),
             "exact": self.exact,

@@ -1,0 +1,102 @@
+"""The simulator against closed-form order statistics (tolerances: 4.5 standard errors)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats
+
+from simhelpers import assert_mean_matches, durations, scenario
+
+
+def harmonic(n: int) -> float:
+    return sum(1.0 / i for i in range(1, n + 1))
+
+
+SHIFT, RATE, N = 0.2, 3.0, 12
+SHIFTED_EXP = {"per_partition": {"distribution": "shifted_exponential", "shift": SHIFT, "rate": RATE}}
+
+
+def run(variants, compute=SHIFTED_EXP, iterations=4000, **extra):
+    sc = scenario(workers=N, iterations=iterations, compute=compute, variants=variants, **extra)
+    return durations(sc, seeds=(0, 1))
+
+
+def test_wait_all_is_shift_plus_harmonic_over_rate():
+    samples = run([{"scheme": "uncoded", "policy": "wait_all"}])
+    assert_mean_matches(samples, SHIFT + harmonic(N) / RATE)
+
+
+@pytest.mark.parametrize("k", [1, 6, 11])
+def test_fastest_k_is_the_kth_order_statistic(k):
+    samples = run([{"scheme": "uncoded", "policy": {"name": "fastest_k", "k": k}}])
+    assert_mean_matches(samples, SHIFT + (harmonic(N) - harmonic(N - k)) / RATE)
+
+
+@pytest.mark.parametrize("s", [1, 2, 3])
+def test_cr_waits_for_the_n_minus_s_th_of_load_scaled_times(s):
+    samples = run([{"scheme": "cr", "s": s}])
+    load = s + 1
+    assert_mean_matches(samples, load * (SHIFT + (harmonic(N) - harmonic(s)) / RATE))
+
+
+@pytest.mark.parametrize("s", [1, 2, 3])
+def test_fr_is_the_slowest_groups_fastest_worker(s):
+    samples = run([{"scheme": "fr", "s": s}])
+    groups, load = N // (s + 1), s + 1
+    # min of s+1 exponentials is Exp((s+1) rate); the max of `groups` of them adds H_groups / ((s+1) rate)
+    assert_mean_matches(samples, load * (SHIFT + harmonic(groups) / ((s + 1) * RATE)))
+
+
+DETERMINISTIC = {"per_partition": {"distribution": "deterministic", "value": 0.1}}
+
+
+@pytest.mark.parametrize("scaling", ["once", "load"])
+@pytest.mark.parametrize("scheme,s", [("fr", 2), ("cr", 2), ("uncoded", 0)])
+def test_both_delay_models_match_their_closed_forms(scheme, s, scaling):
+    p, delay = 0.3, 1.0
+    straggling = {"model": "independent", "probability": p, "delay": delay, "delay_scaling": scaling}
+    samples = run([{"scheme": scheme, "s": s}], compute=DETERMINISTIC, straggling=straggling)
+    load = s + 1
+    penalty = delay * (load if scaling == "load" else 1)
+    if scheme == "fr":
+        stuck = 1 - (1 - p**load) ** (N // load)  # some group straggles entirely
+    elif scheme == "cr":
+        stuck = 1 - stats.binom.cdf(s, N, p)  # more than s stragglers
+    else:
+        stuck = 1 - (1 - p) ** N
+    assert_mean_matches(samples, 0.1 * load + penalty * stuck)
+
+
+EXPONENTIAL = {"per_partition": {"distribution": "exponential", "rate": RATE}}
+
+
+@pytest.mark.parametrize("k", [1, 4, 9])
+def test_k_async_matches_k_sync_for_exponential_times(k):
+    """Dutta et al.: memoryless times make K-async's iteration the K-th order statistic."""
+    samples = run([{"scheme": "uncoded", "policy": {"name": "k_async", "k": k}}], compute=EXPONENTIAL)
+    assert_mean_matches(samples, (harmonic(N) - harmonic(N - k)) / RATE)
+
+
+@pytest.mark.parametrize("k", [1, 4, 20])
+def test_k_batch_async_is_k_over_n_rate(k):
+    """Dutta et al.: all n workers always busy, results form a Poisson process of rate n * rate."""
+    samples = run([{"scheme": "uncoded", "policy": {"name": "k_batch_async", "k": k}}], compute=EXPONENTIAL)
+    assert_mean_matches(samples, k / (N * RATE))
+
+
+def test_async_is_one_over_n_rate():
+    samples = run([{"scheme": "uncoded", "policy": "async"}], compute=EXPONENTIAL)
+    assert_mean_matches(samples, 1 / (N * RATE))
+
+
+def test_shared_link_queues_every_message():
+    """All messages ready together: the last of n leaves after n transfers."""
+    network = {"latency": 0.01, "bandwidth": 1e6, "shared_link": True}
+    sc = scenario(
+        workers=N, iterations=5, compute=DETERMINISTIC, network=network, gradient={"length": 1000, "dtype": "float32"}
+    )
+    transfer = 4000 / 1e6
+    assert durations(sc) == pytest.approx([0.1 + 0.01 + N * transfer] * 5, rel=1e-12)
+    assert math.isclose(transfer, 0.004)
