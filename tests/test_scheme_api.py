@@ -87,3 +87,15 @@ def test_worst_condition_is_exhaustive_when_small_and_sampled_when_large():
     assert small.exhaustive and small.sets_checked == 28
     large = make_scheme("fr", n=40, s=9).worst_condition(limit=100)
     assert not large.exhaustive and large.sets_checked == 100
+
+
+def test_symmetric_schemes_decode_equally_well_from_any_set_of_one_size():
+    for name, s in (("uncoded", 0), ("ignore_stragglers", 3)):
+        scheme = make_scheme(name, n=8, s=s)
+        assert scheme.symmetric
+        rng = np.random.default_rng(0)
+        for size in range(1, 9):
+            residuals = {
+                round(scheme.approximate_decoding(rng.choice(8, size, replace=False)).residual, 12) for _ in range(5)
+            }
+            assert len(residuals) == 1

@@ -22,7 +22,7 @@ from gcbench.coding._linear import Decoding, least_squares_weights, make_decodin
 
 MAX_WORKERS = 4096  # coefficients are stored densely: n * n * m floats
 CONDITION_LIMIT = 1e7  # above this, float64 decoding can miss 1e-8 relative error
-_CACHE_SIZE = 65536
+_CACHE_FLOATS = 20_000_000  # bound on the floats the two decoding caches hold (about 160 MB each)
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,8 @@ class Scheme(abc.ABC):
     checks_conditioning: ClassVar[bool] = False
     # True when exactly the sets of at least n - s workers decode (the suite checks it)
     threshold_decodable: ClassVar[bool] = False
+    # True when a received set's decoding (exactness, residual) depends only on its size
+    symmetric: ClassVar[bool] = False
 
     def __init__(self, n: int, s: int, **params: Any) -> None:
         unknown = sorted(set(params) - set(self.defaults))
@@ -72,6 +74,8 @@ class Scheme(abc.ABC):
         ids = iter(range(len(flat)))
         self._messages = tuple(tuple(next(ids) for _ in c) for c in layout.coefficients)
         self._target = targets(self.m, self.k)
+        # each cached decoding holds about m * m * k floats of error coefficients
+        self._cache_size = max(256, _CACHE_FLOATS // (self.m * self.m * self.k + self.n))
         self._cache: OrderedDict[tuple[int, ...], Decoding | None] = OrderedDict()
         self._approximate: dict[tuple[int, ...], Decoding] = {}
         self._d: int | None = None
@@ -177,7 +181,7 @@ class Scheme(abc.ABC):
         if key not in self._approximate:
             rows = self.rows[list(key)]
             self._approximate[key] = make_decoding(key, rows, self._target, *self._weights(key, rows))
-            if len(self._approximate) > _CACHE_SIZE:
+            if len(self._approximate) > self._cache_size:
                 self._approximate.pop(next(iter(self._approximate)))
         return self._approximate[key]
 
@@ -281,7 +285,7 @@ class Scheme(abc.ABC):
             return self._cache[key]
         found = self._solve(key)
         self._cache[key] = found
-        if len(self._cache) > _CACHE_SIZE:
+        if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         return found
 

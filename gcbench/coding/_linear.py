@@ -8,7 +8,7 @@ the least-squares estimate, with its residual, when it does not.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,7 +33,6 @@ class Decoding:
     error_coefficients: np.ndarray
     gain: float
     condition: float
-    rows: np.ndarray = field(repr=False)
 
     @property
     def residual(self) -> float:
@@ -80,5 +79,4 @@ def make_decoding(
         error_coefficients=error,
         gain=gain,
         condition=condition_number(rows) if condition is None else condition,
-        rows=rows,
     )

@@ -19,6 +19,7 @@ class IgnoreStragglers(Scheme):
     """
 
     name = "ignore_stragglers"
+    symmetric = True  # distinct unit rows: any r workers look alike
     reference = "Tandon et al., ICML 2017 (baseline)"
     exact = False
     threshold_decodable = True

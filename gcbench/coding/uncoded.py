@@ -28,6 +28,7 @@ class Uncoded(Scheme):
     """
 
     name = "uncoded"
+    symmetric = True  # distinct unit rows: any r workers look alike
     reference = "synchronous SGD baseline"
     facts = {"tolerates": "none (s = 0)", "load": "1", "upload": "1", "decoding": "sum of all n messages"}
 

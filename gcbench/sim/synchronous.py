@@ -1,9 +1,10 @@
 """The synchronous engine: one decode per iteration, vectorised over workers (and iterations).
 
-Without failures and with stale work abandoned, iterations are independent given
-their draws, so whole blocks of iterations are computed at once with numpy.
-Failures and ``stale_work: finish`` carry state from one iteration to the next;
-then the engine steps iteration by iteration, still vectorised over workers.
+While every worker is up and stale work is abandoned, iterations are independent
+given their draws, so whole blocks of them are computed at once with numpy.
+Crashes, downtime and ``stale_work: finish`` carry state from one iteration to
+the next; there the engine steps iteration by iteration, vectorised over workers.
+All random draws are made up front, so both paths consume the same streams.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import numpy as np
 from gcbench.coding import Scheme
 from gcbench.errors import GcbenchError
 from gcbench.models.compute import compute_times
-from gcbench.models.failures import NoFailures
 from gcbench.scenario.schema import DTYPE_BYTES, Scenario, Variant
 from gcbench.sim.tables import RunRecorder
 
@@ -42,46 +42,66 @@ def simulate_synchronous(scenario: Scenario, variant: Variant, scheme: Scheme, s
     rec = RunRecorder(iterations, n)
     rec.straggling[:] = mask
     rec.injected[:] = injected
-    busy = work + injected
-    size = message_bytes(scenario, scheme)
-    if isinstance(scenario.failures, NoFailures) and scenario.stale_work == "abandon":
-        _independent_iterations(rec, busy, scenario, variant, scheme, size)
-    else:
-        _stateful_iterations(rec, busy, scenario, variant, scheme, size, streams["failures"])
+    run = _Run(rec, work + injected, scenario, variant, scheme)
+    run.crash = scenario.failures.crashes(streams["failures"], run.busy)
+    run.simulate()
     _decoding_quality(rec, variant, scheme)
     return rec
 
 
-def _independent_iterations(rec, busy, scenario, variant, scheme, size) -> None:
-    arrivals = scenario.network.arrivals(busy, size)
-    outcome = variant.policy.stop_times(arrivals, scheme)
-    _check_progress(outcome.stop, variant, scheme)
-    rec.duration[:] = outcome.stop
-    rec.end[:] = np.cumsum(outcome.stop)
-    rec.start[1:] = rec.end[:-1]
-    rec.compute_start[:] = rec.start[:, None]
-    rec.compute_end[:] = rec.start[:, None] + busy
-    rec.arrival[:] = rec.start[:, None] + arrivals
-    rec.used[:] = arrivals <= outcome.stop[:, None]
-    rec.reason[:] = outcome.reason
+class _Run:
+    """Stretches where every worker is up and stale work is abandoned run as one vectorised block;
+    iterations with a crash, a worker down, or stale work being finished are stepped one by one."""
 
+    def __init__(self, rec: RunRecorder, busy: np.ndarray, scenario: Scenario, variant: Variant, scheme: Scheme):
+        self.rec, self.busy, self.scenario, self.variant, self.scheme = rec, busy, scenario, variant, scheme
+        self.size = message_bytes(scenario, scheme)
+        self.downtime = getattr(scenario.failures, "downtime", None)
+        self.crash = np.zeros(busy.shape, dtype=bool)
 
-def _stateful_iterations(rec, busy, scenario, variant, scheme, size, rng) -> None:
-    n = scenario.workers
-    failures, downtime = scenario.failures, getattr(scenario.failures, "downtime", None)
-    down_until = np.zeros(n)
-    free_at = np.zeros(n)  # when a worker finishes stale work it was not abandoned from
-    now = 0.0
-    for t in range(scenario.iterations):
+    def simulate(self) -> None:
+        iterations, n = self.busy.shape
+        crash_rows = np.flatnonzero(self.crash.any(axis=1))
+        always_step = self.scenario.stale_work == "finish"
+        down_until, free_at = np.zeros(n), np.zeros(n)
+        t, now = 0, 0.0
+        while t < iterations:
+            if not always_step and (down_until <= now).all():
+                following = crash_rows[np.searchsorted(crash_rows, t) :]
+                stop = int(following[0]) if following.size else iterations
+                if stop > t:
+                    now, t = self._block(t, stop, now), stop
+                    continue
+            now, down_until, free_at = self._step(t, now, down_until, free_at)
+            t += 1
+
+    def _block(self, a: int, b: int, origin: float) -> float:
+        rec = self.rec
+        arrivals = self.scenario.network.arrivals(self.busy[a:b], self.size)
+        outcome = self.variant.policy.stop_times(arrivals, self.scheme)
+        _check_progress(outcome.stop, self.variant, self.scheme, a)
+        ends = origin + np.cumsum(outcome.stop)
+        rec.duration[a:b], rec.end[a:b] = outcome.stop, ends
+        rec.start[a] = origin
+        rec.start[a + 1 : b] = ends[:-1]
+        rec.compute_start[a:b] = rec.start[a:b, None]
+        rec.compute_end[a:b] = rec.start[a:b, None] + self.busy[a:b]
+        rec.arrival[a:b] = rec.start[a:b, None] + arrivals
+        rec.used[a:b] = arrivals <= outcome.stop[:, None]
+        rec.reason[a:b] = outcome.reason
+        return float(ends[-1])
+
+    def _step(self, t: int, now: float, down_until: np.ndarray, free_at: np.ndarray):
+        rec = self.rec
         begin = np.maximum(np.maximum(now, free_at), down_until)
-        crashed = np.isfinite(begin) & failures.crashes(rng, busy[t])
-        recover = begin + (np.inf if downtime is None else downtime)
+        crashed = np.isfinite(begin) & self.crash[t]
+        recover = begin + (np.inf if self.downtime is None else self.downtime)
         down_until = np.where(crashed, recover, down_until)
         begin = np.where(crashed, recover, begin)  # a recovered worker redoes this iteration
-        ready = begin + busy[t]
-        arrivals = scenario.network.arrivals(ready - now, size)
-        outcome = variant.policy.stop_times(arrivals[None, :], scheme)
-        _check_progress(outcome.stop, variant, scheme, t)
+        ready = begin + self.busy[t]
+        arrivals = self.scenario.network.arrivals(ready - now, self.size)
+        outcome = self.variant.policy.stop_times(arrivals[None, :], self.scheme)
+        _check_progress(outcome.stop, self.variant, self.scheme, t)
         stop = float(outcome.stop[0])
         rec.start[t], rec.end[t], rec.duration[t] = now, now + stop, stop
         rec.compute_start[t], rec.compute_end[t] = begin, ready
@@ -90,8 +110,9 @@ def _stateful_iterations(rec, busy, scenario, variant, scheme, size, rng) -> Non
         rec.failed[t] = crashed | (down_until > now)
         rec.reason[t] = outcome.reason[0]
         now += stop
-        finishing = scenario.stale_work == "finish" and np.isfinite(ready)
+        finishing = self.scenario.stale_work == "finish" and np.isfinite(ready)
         free_at = np.where(finishing & ~rec.used[t], ready, now)
+        return now, down_until, free_at
 
 
 def _check_progress(stop: np.ndarray, variant: Variant, scheme: Scheme, offset: int = 0) -> None:
@@ -108,9 +129,21 @@ def _decoding_quality(rec: RunRecorder, variant: Variant, scheme: Scheme) -> Non
     """Exact or approximate per iteration, with the residual of approximate decodes."""
     guaranteed = scheme.exact & np.isin(rec.reason, ["decodable", "all_arrived"]) & ~rec.failed.any(axis=1)
     rec.exact[:] = guaranteed
-    for t in np.flatnonzero(~guaranteed):
-        ids = np.flatnonzero(rec.used[t])
-        if scheme.exact and scheme.can_decode(ids):
-            rec.exact[t] = True
-        else:
-            rec.residual[t] = scheme.approximate_decoding(ids).residual if ids.size else np.inf
+    pending = np.flatnonzero(~guaranteed)
+    if scheme.symmetric:  # one decoding per distinct count of received messages
+        counts = rec.used[pending].sum(axis=1)
+        for count in np.unique(counts):
+            exact, residual = _quality(scheme, np.arange(count))
+            rec.exact[pending[counts == count]] = exact
+            rec.residual[pending[counts == count]] = residual
+        return
+    for t in pending:
+        rec.exact[t], rec.residual[t] = _quality(scheme, np.flatnonzero(rec.used[t]))
+
+
+def _quality(scheme: Scheme, ids: np.ndarray) -> tuple[bool, float]:
+    if not ids.size:
+        return False, np.inf
+    if scheme.exact and scheme.can_decode(ids):
+        return True, 0.0
+    return False, scheme.approximate_decoding(ids).residual

@@ -1,0 +1,127 @@
+"""Simulator throughput in worker-iterations per second, against references measured in the same run.
+
+- reference: NumPy order statistics, the floor of any synchronous simulation:
+  sample an iterations x n matrix of compute times and take the k-th smallest per row;
+- naive SimPy: one process per worker per iteration (what a straightforward model does);
+- gcbench: synchronous i.i.d. variants (vectorised), and variants that need every
+  worker event: crashes (stepped per iteration), a shared link, and asynchronous
+  policies (SimPy event engine; there a worker-iteration is one delivered result).
+
+Targets (issue #3): synchronous i.i.d. at n = 100 >= 1/10 of the reference;
+event-driven variants >= 300k worker-iterations/s.
+
+    python benchmarks/sim_benchmark.py [--seconds 0.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import simpy
+
+from gcbench.scenario.schema import Scenario
+from gcbench.sim.asynchronous import simulate_asynchronous
+from gcbench.sim.runner import scheme_for
+from gcbench.sim.synchronous import simulate_synchronous
+
+COMPUTE = {"per_partition": {"distribution": "shifted_exponential", "shift": 0.1, "rate": 10.0}}
+
+
+def rate(fn, work: int, seconds: float) -> float:
+    """Worker-iterations per second of fn() (which does ``work`` of them), best of repeats within a budget."""
+    fn()
+    best, spent = float("inf"), 0.0
+    while spent < seconds:
+        start = time.perf_counter()
+        fn()
+        elapsed = time.perf_counter() - start
+        best, spent = min(best, elapsed), spent + elapsed
+    return work / best
+
+
+def reference(n: int, iterations: int, k: int):
+    rng = np.random.default_rng(0)
+
+    def run():
+        times = 0.1 + rng.exponential(0.1, (iterations, n))
+        return np.partition(times, k - 1, axis=1)[:, k - 1]
+
+    return run
+
+
+def naive_simpy(n: int, iterations: int):
+    rng = np.random.default_rng(0)
+
+    def run():
+        env = simpy.Environment()
+
+        def master():
+            for _ in range(iterations):
+                times = 0.1 + rng.exponential(0.1, n)
+                workers = [env.process(_worker(env, t)) for t in times]
+                yield simpy.AllOf(env, workers)
+
+        env.process(master())
+        env.run()
+
+    return run
+
+
+def _worker(env, seconds):
+    yield env.timeout(seconds)
+
+
+def gcbench_run(n: int, iterations: int, variant: dict, **fields):
+    data = {"name": "bench", "workers": n, "iterations": iterations, "compute": COMPUTE, "variants": [variant]}
+    scenario = Scenario.model_validate({**data, **fields})
+    v = scenario.variants[0]
+    scheme = scheme_for(scenario, v)
+    engine = simulate_synchronous if v.policy.synchronous else simulate_asynchronous
+    return lambda: engine(scenario, v, scheme, 0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=0.5, help="time budget per measurement")
+    args = parser.parse_args()
+    print("worker-iterations per second (best of repeats); ratio = gcbench / NumPy reference")
+    print(f"{'n':>5} {'case':<34} {'rate':>12} {'ratio':>7}")
+    for n in (12, 100, 1000):
+        iterations = max(200, 2_000_000 // n)
+        work = iterations * n
+        ref = rate(reference(n, iterations, n), work, args.seconds)
+        print(f"{n:>5} {'NumPy order statistics (reference)':<34} {ref:>12,.0f} {1:>7.2f}")
+        naive_iterations = max(20, 100_000 // n)
+        naive = rate(naive_simpy(n, naive_iterations), naive_iterations * n, args.seconds)
+        print(f"{n:>5} {'naive SimPy, process per worker':<34} {naive:>12,.0f} {naive / ref:>7.3f}")
+        s = n // 4
+        cases = [
+            ("wait_all, uncoded", {"scheme": "uncoded", "policy": "wait_all"}, {}),
+            ("fastest_k, uncoded", {"scheme": "uncoded", "policy": {"name": "fastest_k", "k": n - s}}, {}),
+            ("decodable, fr", {"scheme": "fr", "s": 3}, {}),
+            ("decodable, ignore_stragglers", {"scheme": "ignore_stragglers", "s": s}, {}),
+            ("crashes (stepped), fr", {"scheme": "fr", "s": 3}, {"failures": _crashes()}),
+            ("shared link, uncoded", {"scheme": "uncoded"}, {"network": _link()}),
+        ]
+        for label, variant, fields in cases:
+            its = iterations if "stepped" not in label else max(100, iterations // 20)
+            measured = rate(gcbench_run(n, its, variant, **fields), its * n, args.seconds)
+            print(f"{n:>5} {label:<34} {measured:>12,.0f} {measured / ref:>7.3f}", flush=True)
+        for label, policy, results in (("k_async k=n/2 (SimPy)", {"name": "k_async", "k": n // 2}, n // 2),):
+            its = max(50, 200_000 // (n * 5))
+            measured = rate(gcbench_run(n, its, {"scheme": "uncoded", "policy": policy}), its * results, args.seconds)
+            print(f"{n:>5} {label:<34} {measured:>12,.0f} {measured / ref:>7.3f}", flush=True)
+
+
+def _crashes() -> dict:
+    return {"model": "crash", "probability": 0.001, "downtime": 1.0}
+
+
+def _link() -> dict:
+    return {"latency": 0.001, "bandwidth": 1.25e9, "shared_link": True}
+
+
+if __name__ == "__main__":
+    main()
