@@ -45,7 +45,7 @@ def simulate_synchronous(scenario: Scenario, variant: Variant, scheme: Scheme, s
     run = _Run(rec, work + injected, scenario, variant, scheme)
     run.crash = scenario.failures.crashes(streams["failures"], run.busy)
     run.simulate()
-    _decoding_quality(rec, variant, scheme)
+    decoding_quality(rec, scheme)
     return rec
 
 
@@ -125,7 +125,7 @@ def _check_progress(stop: np.ndarray, variant: Variant, scheme: Scheme, offset: 
         )
 
 
-def _decoding_quality(rec: RunRecorder, variant: Variant, scheme: Scheme) -> None:
+def decoding_quality(rec: RunRecorder, scheme: Scheme) -> None:
     """Exact or approximate per iteration, with the residual of approximate decodes."""
     guaranteed = scheme.exact & np.isin(rec.reason, ["decodable", "all_arrived"]) & ~rec.failed.any(axis=1)
     rec.exact[:] = guaranteed
