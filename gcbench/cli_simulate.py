@@ -41,7 +41,7 @@ def simulate_scenario(
     sweep_columns = list(points[0].values)
     summary = summarize(iterations, sweep_columns)
     elapsed = time.perf_counter() - began
-    meta = run_metadata("sim", path, points, {"backend": "simpy", "wall_seconds": round(elapsed, 3)})
+    meta = run_metadata("sim", path, points, {"backend": "simulator", "wall_seconds": round(elapsed, 3)})
     write_results(out, iterations, workers, meta)
     summary.to_csv(out / "summary.csv", index=False)
     print_summary(summary, sweep_columns, console)

@@ -14,7 +14,7 @@ def command_after(marker: str) -> str:
 
 def test_main_command_installs_and_runs_the_main_job():
     command = command_after("<!-- main command -->")
-    assert "pip install" in command and command.endswith("gcbench schemes")
+    assert "pip install" in command and command.endswith("gcbench simulate scenarios/stragglers.yaml")
 
 
 def test_test_command_installs_what_the_tests_need_and_runs_pytest():
