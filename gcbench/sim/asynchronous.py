@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from gcbench.coding import Scheme
-from gcbench.models.compute import compute_times
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.sim.calendar import Calendar
-from gcbench.sim.synchronous import decoding_quality, message_bytes, random_streams
+from gcbench.sim.draws import draw_run, message_bytes
+from gcbench.sim.synchronous import decoding_quality
 from gcbench.sim.tables import RunRecorder
 
 
@@ -31,14 +31,10 @@ class _AsyncRun:
         self.calendar = Calendar()
         self.scheme, self.k, self.distinct = scheme, variant.policy.batch, variant.policy.distinct
         self.iterations, n = scenario.iterations, scenario.workers
-        loads = np.array([len(scheme.partitions(w)) for w in range(n)], dtype=float)
-        streams = random_streams(seed)
-        work = compute_times(scenario.compute, streams["compute"], self.iterations, loads)
-        self.mask = scenario.straggling.draw(streams["straggling"], self.iterations, n)
-        self.injected = scenario.straggling.penalty(work, loads, self.mask)
-        busy = work + self.injected
-        self.crash = scenario.failures.crashes(streams["failures"], busy).tolist()
-        self.busy = busy.tolist()  # plain floats: scalar access in callbacks is several times faster
+        draws = draw_run(scenario, scheme, seed)
+        self.mask, self.injected = draws.straggling, draws.injected
+        # plain Python lists: scalar access in callbacks is several times faster than numpy indexing
+        self.busy, self.crash = draws.busy.tolist(), draws.crash.tolist()
         self.downtime = getattr(scenario.failures, "downtime", None)
         network = scenario.network
         self.latency = network.latency

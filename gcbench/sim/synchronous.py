@@ -13,8 +13,8 @@ import numpy as np
 
 from gcbench.coding import Scheme
 from gcbench.errors import GcbenchError
-from gcbench.models.compute import compute_times
-from gcbench.scenario.schema import DTYPE_BYTES, Scenario, Variant
+from gcbench.scenario.schema import Scenario, Variant
+from gcbench.sim.draws import RunDraws, draw_run, message_bytes
 from gcbench.sim.tables import RunRecorder
 
 
@@ -22,29 +22,12 @@ class SimulationStuck(GcbenchError):
     """An iteration can never finish under the variant's policy (e.g. permanent crashes)."""
 
 
-def message_bytes(scenario: Scenario, scheme: Scheme) -> int:
-    return -(-scenario.gradient.length // scheme.m) * DTYPE_BYTES[scenario.gradient.dtype]
-
-
-def random_streams(seed: int) -> dict[str, np.random.Generator]:
-    """Independent streams per purpose, so adding failures does not change compute draws."""
-    names = ("compute", "straggling", "failures")
-    return dict(zip(names, map(np.random.default_rng, np.random.SeedSequence(seed).spawn(3)), strict=True))
-
-
 def simulate_synchronous(scenario: Scenario, variant: Variant, scheme: Scheme, seed: int) -> RunRecorder:
-    n, iterations = scenario.workers, scenario.iterations
-    loads = np.array([len(scheme.partitions(w)) for w in range(n)], dtype=float)
-    streams = random_streams(seed)
-    work = compute_times(scenario.compute, streams["compute"], iterations, loads)
-    mask = scenario.straggling.draw(streams["straggling"], iterations, n)
-    injected = scenario.straggling.penalty(work, loads, mask)
-    rec = RunRecorder(iterations, n)
-    rec.straggling[:] = mask
-    rec.injected[:] = injected
-    run = _Run(rec, work + injected, scenario, variant, scheme)
-    run.crash = scenario.failures.crashes(streams["failures"], run.busy)
-    run.simulate()
+    draws = draw_run(scenario, scheme, seed)
+    rec = RunRecorder(scenario.iterations, scenario.workers)
+    rec.straggling[:] = draws.straggling
+    rec.injected[:] = draws.injected
+    _Run(rec, draws, scenario, variant, scheme).simulate()
     decoding_quality(rec, scheme)
     return rec
 
@@ -53,11 +36,11 @@ class _Run:
     """Stretches where every worker is up and stale work is abandoned run as one vectorised block;
     iterations with a crash, a worker down, or stale work being finished are stepped one by one."""
 
-    def __init__(self, rec: RunRecorder, busy: np.ndarray, scenario: Scenario, variant: Variant, scheme: Scheme):
-        self.rec, self.busy, self.scenario, self.variant, self.scheme = rec, busy, scenario, variant, scheme
+    def __init__(self, rec: RunRecorder, draws: RunDraws, scenario: Scenario, variant: Variant, scheme: Scheme):
+        self.rec, self.scenario, self.variant, self.scheme = rec, scenario, variant, scheme
+        self.busy, self.crash = draws.busy, draws.crash
         self.size = message_bytes(scenario, scheme)
         self.downtime = getattr(scenario.failures, "downtime", None)
-        self.crash = np.zeros(busy.shape, dtype=bool)
 
     def simulate(self) -> None:
         iterations, n = self.busy.shape
