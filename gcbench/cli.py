@@ -93,6 +93,20 @@ def simulate(
     simulate_scenario(scenario, out, jobs, workers_table, console)
 
 
+@app.command()
+@user_errors
+def plot(
+    runs: Annotated[list[Path] | None, typer.Argument(help="Results directories (default: the most recent).")] = None,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the figures.")] = Path("figures"),
+    report: Annotated[bool, typer.Option("--report", help="Also write a Markdown and an HTML report.")] = False,
+    vector: Annotated[str, typer.Option("--vector", help="Vector format beside each PNG: pdf or svg.")] = "pdf",
+) -> None:
+    """Draw the figures of results directories: simulated, real, or both side by side."""
+    from gcbench.cli_plot import plot_command
+
+    plot_command(runs or [], out, report, vector)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

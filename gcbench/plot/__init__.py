@@ -1,0 +1,1 @@
+"""Figures and reports from results directories (reads results files only, never an engine)."""

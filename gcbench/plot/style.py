@@ -1,0 +1,54 @@
+"""One look for every figure: seaborn, a colour-blind-safe palette, one colour per scheme everywhere."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+# Registry order, so a scheme keeps its colour across figures and runs.
+SCHEMES = ("uncoded", "ignore_stragglers", "fr", "cr", "cyclic_mds", "cce_cr", "cce_fr")
+_PALETTE = sns.color_palette("colorblind", 10)
+POLICY_STYLES = {
+    "wait_all": "-",
+    "decodable": "-",
+    "fastest_k": "--",
+    "deadline": ":",
+    "k_async": "-.",
+    "k_batch_async": (0, (3, 1, 1, 1)),
+    "async": (0, (1, 1)),
+}
+COLUMN_WIDTH = 3.5  # inches: one column of a two-column paper
+FULL_WIDTH = 7.0
+
+
+def apply() -> None:
+    sns.set_theme(context="paper", style="whitegrid", palette=_PALETTE, font_scale=1.0)
+    plt.rcParams.update({"figure.dpi": 150, "savefig.dpi": 300, "savefig.bbox": "tight", "legend.fontsize": 7})
+
+
+def scheme_colour(scheme: str):
+    index = SCHEMES.index(scheme) if scheme in SCHEMES else len(SCHEMES) + hash(scheme) % 3
+    return _PALETTE[index % len(_PALETTE)]
+
+
+def policy_style(policy: str):
+    return POLICY_STYLES.get(policy, "-")
+
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+_EXTRA_DASHES = ((0, (5, 2)), (0, (2, 2)), (0, (6, 2, 2, 2)), (0, (1, 2)))
+
+
+def variant_styles(iterations) -> dict[str, dict]:
+    """Colour from the variant's scheme; dash from its policy; marker (and dash) tell apart one scheme's variants."""
+    styles, seen = {}, {}
+    for row in iterations[["variant", "scheme", "policy"]].drop_duplicates("variant").itertuples():
+        rank = seen.get(row.scheme, 0)
+        seen[row.scheme] = rank + 1
+        dash = policy_style(row.policy) if rank == 0 else _EXTRA_DASHES[(rank - 1) % len(_EXTRA_DASHES)]
+        styles[row.variant] = {"color": scheme_colour(row.scheme), "linestyle": dash, "marker": MARKERS[rank % 7]}
+    return styles
