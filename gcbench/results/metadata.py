@@ -1,0 +1,49 @@
+"""run.json: what produced a results directory (scenario as loaded, seeds, versions, host)."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+PACKAGES = ("gcbench", "numpy", "scipy", "simpy", "pandas", "pyarrow", "pydantic", "torch", "ray")
+
+
+def versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def run_metadata(mode: str, scenario_file: Path, points: list, extra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "mode": mode,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(sys.argv),
+        "scenario_file": str(scenario_file),
+        "scenario": points[0].scenario.model_dump(mode="json"),
+        "sweep_points": [p.values for p in points],
+        "seeds": points[0].scenario.seeds,
+        "versions": versions(),
+        "host": {"name": platform.node(), "platform": platform.platform(), "cpus": os.cpu_count()},
+        **extra,
+    }
+
+
+def new_run_directory(root: Path, name: str) -> Path:
+    """results/<scenario name>-<UTC timestamp>, with a suffix if that exists already."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    candidate = root / f"{name}-{stamp}"
+    suffix = 1
+    while candidate.exists():
+        suffix += 1
+        candidate = root / f"{name}-{stamp}-{suffix}"
+    return candidate

@@ -1,0 +1,40 @@
+"""Column names and meanings of the results tables (docs/results.md is generated from the same facts).
+
+Both modes write these columns; sweep parameters add one column per swept path,
+and real mode adds its own (loss, accuracy) after them.
+"""
+
+ITERATION_COLUMNS = {
+    "variant": "label of the scheme/policy variant, as the summary prints it",
+    "scheme": "registered scheme name",
+    "s": "stragglers the scheme tolerates",
+    "m": "slices per gradient (1 for most schemes)",
+    "policy": "aggregation policy name",
+    "point": "index of the sweep point (0 without a sweep)",
+    "seed": "replication seed",
+    "iteration": "iteration index, from 0",
+    "start": "seconds since the run started when the iteration started",
+    "end": "seconds since the run started when the master stopped waiting",
+    "duration": "the iteration's length in seconds (end - start, without the rounding of that subtraction)",
+    "messages_used": "messages the master used",
+    "stop": "why it stopped: all_arrived, decodable, fastest_k, deadline, fallback_wait, fallback_approximate, k_results",
+    "exact": "True when the decode was exact",
+    "residual": "Frobenius norm of W R - T for approximate decodes (0 when exact)",
+    "staleness": "mean model versions by which the used results were stale (0 for synchronous policies)",
+}
+
+WORKER_COLUMNS = {
+    "variant": "as in the iterations table",
+    "point": "as in the iterations table",
+    "seed": "as in the iterations table",
+    "iteration": "as in the iterations table",
+    "worker": "worker index",
+    "partitions": "partitions the worker computed (its load)",
+    "compute_start": "seconds since the run started when it started computing",
+    "compute_end": "when its message was ready (NaN: never, it crashed for good)",
+    "injected_delay": "seconds of straggling added to its compute time",
+    "arrival": "when its message reached the master (NaN: never)",
+    "used": "True when the master used its message",
+    "straggling": "True when the straggling model slowed it this iteration",
+    "failed": "True when it crashed or was down this iteration",
+}

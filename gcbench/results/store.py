@@ -1,0 +1,43 @@
+"""Write and read a results directory: iterations.parquet, workers.parquet, run.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from gcbench.errors import GcbenchError
+from gcbench.results.schema import ITERATION_COLUMNS, WORKER_COLUMNS
+
+
+def write_results(
+    directory: Path, iterations: pd.DataFrame, workers: pd.DataFrame | None, metadata: dict[str, Any]
+) -> None:
+    """Write the tables after checking they carry the shared schema's columns."""
+    _require(iterations, ITERATION_COLUMNS, "iterations")
+    directory.mkdir(parents=True, exist_ok=True)
+    iterations.to_parquet(directory / "iterations.parquet", index=False)
+    if workers is not None:
+        _require(workers, WORKER_COLUMNS, "workers")
+        workers.to_parquet(directory / "workers.parquet", index=False)
+    (directory / "run.json").write_text(json.dumps(metadata, indent=2, default=str) + "\n")
+
+
+def read_results(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame | None, dict[str, Any]]:
+    """The iterations table, the workers table (None if absent) and the metadata of a run."""
+    directory = Path(directory)
+    if not (directory / "iterations.parquet").is_file():
+        raise GcbenchError(f"{directory}: not a gcbench results directory (no iterations.parquet).")
+    iterations = pd.read_parquet(directory / "iterations.parquet")
+    workers_path = directory / "workers.parquet"
+    workers = pd.read_parquet(workers_path) if workers_path.is_file() else None
+    metadata = json.loads((directory / "run.json").read_text()) if (directory / "run.json").is_file() else {}
+    return iterations, workers, metadata
+
+
+def _require(frame: pd.DataFrame, columns: dict[str, str], table: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"the {table} table lacks the schema's columns {missing}")
