@@ -18,6 +18,11 @@ def _legend(ax, **kwargs) -> None:
     ax.legend(frameon=False, **kwargs)
 
 
+def _legend_below(ax, fontsize: int = 6) -> None:
+    """Legend under the axes, in two columns, so it never hides a curve."""
+    ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=fontsize)
+
+
 def iteration_time_ecdf(iterations: pd.DataFrame, point: int | None = None) -> Figure:
     """1. Distribution of iteration times per variant (at one sweep point: the last by default)."""
     point = iterations["point"].max() if point is None else point
@@ -35,7 +40,7 @@ def iteration_time_ecdf(iterations: pd.DataFrame, point: int | None = None) -> F
     ax.set_xlabel("iteration time (s)")
     ax.set_ylabel("fraction of iterations ≤ time")
     ax.set_title(_point_title(data, "iteration-time distribution"), fontsize=8)
-    _legend(ax, loc="lower right")
+    _legend_below(ax)
     return fig
 
 
@@ -90,7 +95,7 @@ def _against_sweep(iterations: pd.DataFrame, value: str, label: str) -> Figure |
         ax.set_xscale("log")
     ax.set_xlabel(parameter_label(column))
     ax.set_ylabel(label)
-    _legend(ax, fontsize=6)
+    _legend_below(ax)
     return fig
 
 
@@ -241,23 +246,37 @@ def sim_vs_real(sim: pd.DataFrame, real: pd.DataFrame) -> Figure | None:
 
 
 def scheme_map(iterations: pd.DataFrame, workers: pd.DataFrame | None) -> Figure:
-    """7. Computation load against straggler tolerance; marker area shows the upload per message."""
-    variants = iterations.drop_duplicates("variant")[["variant", "scheme", "s", "m"]]
+    """7. Computation load and upload per message against straggler tolerance, per variant."""
+    variants = iterations.drop_duplicates("variant")[["variant", "scheme", "s", "m"]].reset_index(drop=True)
     loads = workers.groupby("variant")["partitions"].max() if workers is not None else pd.Series(dtype=float)
-    fig = Figure(figsize=(COLUMN_WIDTH, 2.6))
-    ax = fig.subplots()
-    for row in variants.itertuples():
-        load = loads.get(row.variant, np.nan)
-        upload = 1.0 / row.m
-        ax.scatter(
-            row.s,
-            load,
-            s=200 * upload,
-            color=scheme_colour(row.scheme),
-            alpha=0.8,
-            label=f"{row.variant} (upload {upload:g})",
-        )
-    ax.set_xlabel("stragglers tolerated, s")
-    ax.set_ylabel("load (partitions per worker)")
-    _legend(ax, fontsize=5, loc="upper left")
+    variants["load"] = variants["variant"].map(loads).astype(float)
+    variants["upload"] = 1.0 / variants["m"]
+    fig = Figure(figsize=(FULL_WIDTH, 2.4))
+    axes = fig.subplots(1, 2)
+    styles = variant_styles(iterations)
+    for ax, value, label in (
+        (axes[0], "load", "load (partitions per worker)"),
+        (axes[1], "upload", "upload (gradients per message)"),
+    ):
+        for _, group in variants.groupby(["s", value], sort=False, dropna=False):
+            # variants with the same properties sit side by side instead of on top of each other
+            offsets = (np.arange(len(group)) - (len(group) - 1) / 2) * 0.09
+            for offset, row in zip(offsets, group.itertuples(), strict=True):
+                style = styles[row.variant]
+                ax.plot(
+                    row.s + offset,
+                    getattr(row, value),
+                    ls="",
+                    marker=style["marker"],
+                    color=style["color"],
+                    ms=7,
+                    label=row.variant,
+                )
+        ax.set_xlabel("stragglers tolerated, s")
+        ax.set_ylabel(label)
+        ax.set_xticks(sorted(variants["s"].unique()))
+    axes[1].set_ylim(0, 1.1)
+    fig.subplots_adjust(wspace=0.4)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=6)
     return fig
