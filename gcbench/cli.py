@@ -100,11 +100,14 @@ def plot(
     out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the figures.")] = Path("figures"),
     report: Annotated[bool, typer.Option("--report", help="Also write a Markdown and an HTML report.")] = False,
     vector: Annotated[str, typer.Option("--vector", help="Vector format beside each PNG: pdf or svg.")] = "pdf",
+    target_accuracy: Annotated[
+        float | None, typer.Option("--target-accuracy", help="Accuracy to time (default: 90% of the best reached).")
+    ] = None,
 ) -> None:
     """Draw the figures of results directories: simulated, real, or both side by side."""
     from gcbench.cli_plot import plot_command
 
-    plot_command(runs or [], out, report, vector)
+    plot_command(runs or [], out, report, vector, target_accuracy)
 
 
 def main() -> None:

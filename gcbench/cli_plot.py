@@ -9,7 +9,7 @@ import typer
 from gcbench.errors import GcbenchError
 
 
-def plot_command(runs: list[Path], out: Path, report: bool, vector: str) -> None:
+def plot_command(runs: list[Path], out: Path, report: bool, vector: str, target: float | None) -> None:
     if vector not in ("pdf", "svg"):
         raise GcbenchError(f"--vector must be pdf or svg, got '{vector}'.")
     from gcbench.plot.make import plot_runs
@@ -19,9 +19,11 @@ def plot_command(runs: list[Path], out: Path, report: bool, vector: str) -> None
     for path in runs:
         if not (Path(path) / "iterations.parquet").is_file():
             raise GcbenchError(f"{path}: not a gcbench results directory (no iterations.parquet).")
-    loaded, written = plot_runs(runs or latest_runs(), out, ("png", vector))
+    if target is not None and not 0 < target <= 1:
+        raise GcbenchError(f"--target-accuracy must be in (0, 1], got {target}.")
+    loaded, written = plot_runs(runs or latest_runs(), out, ("png", vector), target)
     for item in written:
         typer.echo(f"wrote {', '.join(str(f) for f in item.files)}")
     if report:
-        for path in write_report(loaded, written, out):
+        for path in write_report(loaded, written, out, target):
             typer.echo(f"wrote {path}")

@@ -99,9 +99,10 @@ def test_ecdf_and_sweep_figures_carry_labels_and_legends(sim_run):
 
     run = load_run(sim_run)
     texts, legends = labels_of(figures.iteration_time_ecdf(run.iterations))
-    assert "iteration time (s)" in texts and {"uncoded", "FR s=1", "CCE-CR s=1 m=2"} <= legends
+    assert "iteration time (s)" in texts
+    assert {"uncoded · wait_all", "FR s=1 · decodable", "CCE-CR s=1 m=2 · decodable"} <= legends
     texts, legends = labels_of(figures.mean_vs_sweep(run.iterations))
-    assert {"straggling.slowdown (×)", "mean iteration time (s)"} <= texts and "FR s=1" in legends
+    assert {"straggling.slowdown (×)", "mean iteration time (s)"} <= texts and "FR s=1 · decodable" in legends
     texts, _ = labels_of(figures.speedup_vs_sweep(run.iterations))
     assert "speedup over baseline (×)" in texts
     texts, legends = labels_of(figures.worker_timeline(run.iterations, run.workers))
@@ -120,12 +121,13 @@ def test_real_run_figures(real_run, sim_run):
     from gcbench.plot.runs import load_run
 
     real, sim = load_run(real_run), load_run(sim_run)
-    texts, legends = labels_of(figures.training_curves(real.iterations))
-    assert {"training loss", "test accuracy", "iteration"} <= texts and "FR s=1" in legends
+    texts, legends = labels_of(figures.training_curves(real.iterations, 0.4, "real"))
+    assert {"training loss", "test accuracy", "iteration", "wall-clock time (s)"} <= texts
+    assert "FR s=1 · decodable" in legends
     at_first_point = sim.iterations[sim.iterations["point"] == 0]
     texts, legends = labels_of(figures.sim_vs_real(at_first_point, real.iterations))
     assert {"simulated mean iteration time (s)", "measured mean iteration time (s)"} <= texts
-    assert {"FR s=1 (simulated)", "FR s=1 (measured)", "simulated = measured"} <= legends
+    assert {"FR s=1 · decodable (simulated)", "FR s=1 · decodable (measured)", "simulated = measured"} <= legends
     reached = figures.time_to_accuracy(real.iterations, 0.4).set_index("variant")["seconds"]
     assert np.isfinite(reached["FR s=1"])
 
@@ -146,6 +148,14 @@ def test_report_and_cli_output(sim_run, tmp_path):
     report = (out / "fixture-report.md").read_text()
     assert "![Distribution of iteration times" in report and "| variant |" in report
     assert "<figcaption>" in (out / "fixture-report.html").read_text()
+
+
+def test_report_times_the_target_accuracy(real_run, tmp_path):
+    result = runner.invoke(app, ["plot", str(real_run), "-o", str(tmp_path), "--report", "--target-accuracy", "0.3"])
+    assert result.exit_code == 0, result.output
+    assert "Time to reach 30.0% test accuracy (s):" in (tmp_path / "fixture-report.md").read_text()
+    result = runner.invoke(app, ["plot", str(real_run), "-o", str(tmp_path), "--target-accuracy", "3"])
+    assert result.exit_code == 2 and "--target-accuracy must be in (0, 1]" in result.output
 
 
 def test_not_a_results_directory_exits_2(tmp_path):

@@ -33,7 +33,7 @@ def iteration_time_ecdf(iterations: pd.DataFrame, point: int | None = None) -> F
     for variant, frame in data.groupby("variant", sort=False):
         times = np.sort(frame["duration"].to_numpy())
         style = {k: v for k, v in styles[variant].items() if k != "marker"}
-        ax.step(times, np.arange(1, len(times) + 1) / len(times), where="post", label=variant, **style)
+        ax.step(times, np.arange(1, len(times) + 1) / len(times), where="post", **style)
     quantiles = data["duration"].quantile([0.5, 0.99])
     if quantiles[0.5] > 0 and quantiles[0.99] / quantiles[0.5] > HEAVY_TAIL:
         ax.set_xscale("log")
@@ -86,7 +86,7 @@ def _against_sweep(iterations: pd.DataFrame, value: str, label: str) -> Figure |
     for variant, rows in summary.groupby("variant", sort=False):
         rows = rows.sort_values(column)
         x, y = rows[column].to_numpy(float), rows[value].to_numpy(float)
-        ax.plot(x, y, label=variant, markersize=3.5, **styles[variant])
+        ax.plot(x, y, markersize=3.5, **styles[variant])
         if value == "mean":
             ax.fill_between(x, rows["ci_low"], rows["ci_high"], color=styles[variant]["color"], alpha=0.18, lw=0)
     if value == "speedup":
@@ -108,21 +108,28 @@ def parameter_label(column: str) -> str:
     return f"{column} ({unit})" if unit else column
 
 
-def training_curves(iterations: pd.DataFrame, target: float | None = None) -> Figure | None:
-    """4. Training loss and test accuracy against time and against iterations (real runs)."""
+def default_target(iterations: pd.DataFrame) -> float | None:
+    """90% of the best test accuracy any variant reached (None without accuracy)."""
+    if "accuracy" not in iterations.columns or iterations["accuracy"].isna().all():
+        return None
+    return round(0.9 * float(iterations["accuracy"].max()), 3)
+
+
+def training_curves(iterations: pd.DataFrame, target: float | None = None, mode: str = "real") -> Figure | None:
+    """4. Training loss and test accuracy against time (wall-clock or simulated) and against iterations."""
     metrics = [c for c in ("loss", "accuracy") if c in iterations.columns and iterations[c].notna().any()]
     if not metrics:
         return None
     styles = variant_styles(iterations)
     fig = Figure(figsize=(FULL_WIDTH, 2.4 * len(metrics)))
     axes = np.atleast_2d(fig.subplots(len(metrics), 2, squeeze=False))
-    clock = "wall-clock time (s)" if (iterations.get("mode", pd.Series(["sim"])) == "real").any() else "time (s)"
+    clock = "wall-clock time (s)" if mode == "real" else "simulated time (s)"
     for row, metric in enumerate(metrics):
         for variant, frame in iterations[iterations["seed"] == iterations["seed"].min()].groupby("variant", sort=False):
             frame = frame[frame[metric].notna()]
             style = {k: v for k, v in styles[variant].items() if k != "marker"}
-            axes[row, 0].plot(frame["end"], frame[metric], label=variant, **style)
-            axes[row, 1].plot(frame["iteration"], frame[metric], label=variant, **style)
+            axes[row, 0].plot(frame["end"], frame[metric], **style)
+            axes[row, 1].plot(frame["iteration"], frame[metric], **style)
         name = "training loss" if metric == "loss" else "test accuracy"
         axes[row, 0].set_ylabel(name)
         axes[row, 0].set_xlabel(clock)
@@ -219,7 +226,7 @@ def sim_vs_real(sim: pd.DataFrame, real: pd.DataFrame) -> Figure | None:
                 where="post",
                 color=colour,
                 ls=dash,
-                label=f"{variant} ({mode})",
+                label=f"{styles[variant]['label']} ({mode})",
             )
         means.append(
             (
@@ -232,9 +239,7 @@ def sim_vs_real(sim: pd.DataFrame, real: pd.DataFrame) -> Figure | None:
     left.set_ylabel("fraction of iterations ≤ time")
     _legend(left, fontsize=5)
     for variant, x, y in means:
-        right.plot(
-            x, y, ls="", label=variant, markersize=5, **{k: v for k, v in styles[variant].items() if k != "linestyle"}
-        )
+        right.plot(x, y, ls="", markersize=5, **{k: v for k, v in styles[variant].items() if k != "linestyle"})
     top = max(max(x, y) for _, x, y in means) * 1.1
     right.plot([0, top], [0, top], color="0.4", lw=0.8, label="simulated = measured")
     right.set_xlim(0, top)
@@ -270,7 +275,7 @@ def scheme_map(iterations: pd.DataFrame, workers: pd.DataFrame | None) -> Figure
                     marker=style["marker"],
                     color=style["color"],
                     ms=7,
-                    label=row.variant,
+                    label=style["label"],
                 )
         ax.set_xlabel("stragglers tolerated, s")
         ax.set_ylabel(label)

@@ -17,39 +17,39 @@ from gcbench.results.schema import ITERATION_COLUMNS, WORKER_COLUMNS
 class FigureSpec:
     name: str
     caption: str
-    draw: Callable[[Run], Figure | None]
+    draw: Callable[[Run, float | None], Figure | None]  # (run, target accuracy)
 
 
 FIGURES = (
     FigureSpec(
         "ecdf",
         "Distribution of iteration times per variant (ECDF).",
-        lambda r: figures.iteration_time_ecdf(r.iterations),
+        lambda r, _: figures.iteration_time_ecdf(r.iterations),
     ),
     FigureSpec(
         "mean-vs-sweep",
         "Mean iteration time with 95% confidence intervals across the sweep.",
-        lambda r: figures.mean_vs_sweep(r.iterations),
+        lambda r, _: figures.mean_vs_sweep(r.iterations),
     ),
     FigureSpec(
         "speedup-vs-sweep",
         "Speedup over the baseline variant across the sweep.",
-        lambda r: figures.speedup_vs_sweep(r.iterations),
+        lambda r, _: figures.speedup_vs_sweep(r.iterations),
     ),
     FigureSpec(
         "training",
         "Training loss and test accuracy against time and iterations.",
-        lambda r: figures.training_curves(r.iterations),
+        lambda r, target: figures.training_curves(r.iterations, target, r.mode),
     ),
     FigureSpec(
         "timeline",
         "Worker timeline: compute, injected delay, arrivals, unused work and crashes.",
-        lambda r: figures.worker_timeline(r.iterations, r.workers),
+        lambda r, _: figures.worker_timeline(r.iterations, r.workers),
     ),
     FigureSpec(
         "scheme-map",
         "Load against straggler tolerance; marker area is the upload per message.",
-        lambda r: figures.scheme_map(r.iterations, r.workers),
+        lambda r, _: figures.scheme_map(r.iterations, r.workers),
     ),
 )
 
@@ -62,9 +62,12 @@ class Written:
 
 
 def plot_runs(
-    paths: list[Path], out: Path, formats: tuple[str, ...] = ("png", "pdf")
+    paths: list[Path], out: Path, formats: tuple[str, ...] = ("png", "pdf"), target: float | None = None
 ) -> tuple[list[Run], list[Written]]:
-    """Render every figure for every run (and simulated-vs-real pairs); return what was written."""
+    """Render every figure for every run (and simulated-vs-real pairs); return what was written.
+
+    ``target`` is the test accuracy whose time-to-reach is marked (default: 90% of the best reached).
+    """
     style.apply()
     runs = [load_run(Path(p)) for p in paths]
     for run in runs:
@@ -75,7 +78,7 @@ def plot_runs(
     written = []
     for run in runs:
         for spec in FIGURES:
-            fig = spec.draw(run)
+            fig = spec.draw(run, target if target is not None else figures.default_target(run.iterations))
             if fig is not None:
                 written.append(_save(fig, out / f"{run.scenario_name}-{run.mode}-{spec.name}", formats, spec.caption))
     for sim in (r for r in runs if r.mode == "sim"):

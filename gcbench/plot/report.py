@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from gcbench.plot import figures
 from gcbench.plot.make import Written
 from gcbench.plot.runs import Run
 from gcbench.results import summarize
@@ -28,7 +29,7 @@ def markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def write_report(runs: list[Run], written: list[Written], out: Path) -> list[Path]:
+def write_report(runs: list[Run], written: list[Written], out: Path, target: float | None = None) -> list[Path]:
     name = runs[0].scenario_name
     markdown = [f"# gcbench report: {name}", ""]
     body = [f"<h1>gcbench report: {html.escape(name)}</h1>"]
@@ -48,6 +49,11 @@ def write_report(runs: list[Run], written: list[Written], out: Path) -> list[Pat
             f"<p>{html.escape(scenario.get('description', ''))}</p>",
         ]
         body += [summary_table(run).to_html(index=False, border=0)]
+        goal = target if target is not None else figures.default_target(run.iterations)
+        if goal is not None:
+            reached = figures.time_to_accuracy(run.iterations, goal).round(3)
+            markdown += [f"Time to reach {goal:.1%} test accuracy (s):", "", markdown_table(reached), ""]
+            body += [f"<p>Time to reach {goal:.1%} test accuracy (s):</p>", reached.to_html(index=False, border=0)]
     markdown += ["## Figures", ""]
     body += ["<h2>Figures</h2>"]
     for item in written:

@@ -50,5 +50,17 @@ def variant_styles(iterations) -> dict[str, dict]:
         rank = seen.get(row.scheme, 0)
         seen[row.scheme] = rank + 1
         dash = policy_style(row.policy) if rank == 0 else _EXTRA_DASHES[(rank - 1) % len(_EXTRA_DASHES)]
-        styles[row.variant] = {"color": scheme_colour(row.scheme), "linestyle": dash, "marker": MARKERS[rank % 7]}
+        styles[row.variant] = {
+            "color": scheme_colour(row.scheme),
+            "linestyle": dash,
+            "marker": MARKERS[rank % 7],
+            "label": legend_label(row.variant, row.scheme, row.policy),
+        }
     return styles
+
+
+def legend_label(variant: str, scheme: str, policy: str) -> str:
+    """The variant's label, plus its scheme and policy where the label does not already name them."""
+    squashed = variant.lower().replace("-", "").replace("_", "").replace(" ", "")
+    missing = [name for name in (scheme, policy) if name.replace("_", "") not in squashed]
+    return f"{variant} · {' / '.join(missing)}" if missing else variant

@@ -17,7 +17,8 @@ ITERATION_COLUMNS = {
     "end": "seconds since the run started when the master stopped waiting",
     "duration": "the iteration's length in seconds (end - start, without the rounding of that subtraction)",
     "messages_used": "messages the master used",
-    "stop": "why it stopped: all_arrived, decodable, fastest_k, deadline, fallback_wait, fallback_approximate, k_results",
+    "stop": "why it stopped: all_arrived, decodable, fastest_k, deadline, fallback_wait, fallback_approximate "
+    "(synchronous policies) or k_results (asynchronous ones)",
     "exact": "True when the decode was exact",
     "residual": "Frobenius norm of W R - T for approximate decodes (0 when exact)",
     "staleness": "mean model versions by which the used results were stale (0 for synchronous policies)",
