@@ -27,7 +27,20 @@ class SynchronousPolicy(Config):
     synchronous: ClassVar[bool] = True
 
     def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
+        """Offline (simulator): stop times for rows of known arrival times."""
         raise NotImplementedError
+
+    def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
+        """Online (real master): the stop reason if the master should stop with these messages now, else None.
+
+        ``received`` are message ids in arrival order. Called after each arrival,
+        and at ``wake_at()`` when that is finite. Must agree with ``stop_times``.
+        """
+        raise NotImplementedError
+
+    def wake_at(self) -> float:
+        """Seconds after the iteration's start at which the master must decide even without a new message."""
+        return float("inf")
 
     def _fallback(self, stop: np.ndarray, reason: np.ndarray, arrivals: np.ndarray) -> PolicyOutcome:
         """Rows that cannot finish: with ``approximate``, stop at the last message that does arrive."""

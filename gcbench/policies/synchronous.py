@@ -21,6 +21,9 @@ class WaitAll(SynchronousPolicy):
         stop = all_arrived(arrivals)
         return self._fallback(stop, np.full(len(stop), "all_arrived", dtype=object), arrivals)
 
+    def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
+        return "all_arrived" if all_arrived else None
+
 
 class Decodable(SynchronousPolicy):
     """Stop as soon as the received messages decode (the default for coded schemes)."""
@@ -30,6 +33,11 @@ class Decodable(SynchronousPolicy):
     def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
         stop = scheme.decode_times(arrivals)
         return self._fallback(stop, np.full(len(stop), "decodable", dtype=object), arrivals)
+
+    def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
+        if scheme.can_decode(received):
+            return "decodable"
+        return "fallback_approximate" if all_arrived and self.fallback == "approximate" and received else None
 
 
 class FastestK(SynchronousPolicy):
@@ -41,6 +49,11 @@ class FastestK(SynchronousPolicy):
     def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
         stop = kth_smallest(arrivals, min(self.k, arrivals.shape[1]))
         return self._fallback(stop, np.full(len(stop), "fastest_k", dtype=object), arrivals)
+
+    def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
+        if len(received) >= self.k:
+            return "fastest_k"
+        return "fallback_approximate" if all_arrived and self.fallback == "approximate" and received else None
 
 
 class Deadline(SynchronousPolicy):
@@ -65,3 +78,15 @@ class Deadline(SynchronousPolicy):
         stop = np.maximum(at_deadline, first)
         reason = np.where(late, "fallback_approximate", "deadline").astype(object)
         return PolicyOutcome(stop, reason)
+
+    def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
+        if elapsed < self.deadline and not all_arrived:
+            return None
+        if scheme.can_decode(received):
+            return "deadline" if elapsed <= self.deadline else "fallback_wait"
+        if self.fallback == "approximate":
+            return "fallback_approximate" if received else None
+        return None
+
+    def wake_at(self) -> float:
+        return self.deadline

@@ -68,6 +68,23 @@ class Variant(Config):
         return f"{scheme}/{self.policy.name}"
 
 
+class Training(Config):
+    """What real mode trains, and how (ignored by the simulator)."""
+
+    dataset: Literal["cifar10", "synthetic"] = "cifar10"
+    data_dir: str | None = None
+    cache_dir: str | None = None
+    model: Literal["small_cnn", "resnet18"] = "small_cnn"
+    batch_size: PositiveInt = 256
+    learning_rate: Annotated[float, Field(gt=0)] = 0.05
+    momentum: Annotated[float, Field(ge=0, lt=1)] = 0.9
+    weight_decay: Annotated[float, Field(ge=0)] = 5e-4
+    eval_every: PositiveInt = 50
+    checkpoint_every: PositiveInt = 100
+    device: str = "auto"
+    timeout: Annotated[float, Field(gt=0)] = 120.0  # seconds any single wait may take
+
+
 class Scenario(Config):
     """A whole experiment: the cluster, its models, the variants to compare, and sweeps."""
 
@@ -84,6 +101,7 @@ class Scenario(Config):
     stale_work: Literal["abandon", "finish"] = "abandon"
     variants: list[Variant] = Field(min_length=1)
     sweep: dict[str, list[Any]] = {}
+    training: Training = Training()
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Scenario:

@@ -1,0 +1,154 @@
+"""Image-classification data as uint8 tensors: CIFAR-10 (several layouts) or a synthetic stand-in.
+
+CIFAR-10 is decoded once and cached as a tensor file, so later runs load it in
+a second. Accepted copies: torchvision's ``cifar-10-batches-py`` folder (or its
+parent), an image-folder layout ``train/<class>/*.jpg`` and ``test/<class>/*.jpg``,
+or a ``.tar.gz`` of that layout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gcbench.errors import GcbenchError
+
+CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+DEFAULT_CACHE = Path.home() / ".cache" / "gcbench"
+HOW_TO_PROVIDE = (
+    "CIFAR-10 is not available offline: pass --data-dir pointing to torchvision's cifar-10-batches-py folder, "
+    "an image folder with train/<class>/*.jpg and test/<class>/*.jpg, or a .tar.gz of that folder "
+    "(or run once with internet access to let torchvision download it)."
+)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Images (N, 3, 32, 32) uint8 and labels (N,) int64, for training and test."""
+
+    train_images: np.ndarray
+    train_labels: np.ndarray
+    test_images: np.ndarray
+    test_labels: np.ndarray
+
+    @property
+    def classes(self) -> int:
+        return int(self.train_labels.max()) + 1
+
+
+def synthetic(train: int = 4096, test: int = 1024, seed: int = 0) -> Dataset:
+    """CIFAR-shaped and learnable: each class is a fixed random pattern plus noise."""
+    rng = np.random.default_rng(seed)
+    patterns = rng.integers(0, 256, (len(CLASSES), 3, 32, 32))
+
+    def draw(count: int) -> tuple[np.ndarray, np.ndarray]:
+        labels = rng.integers(0, len(CLASSES), count)
+        noise = rng.normal(0, 60, (count, 3, 32, 32))
+        return np.clip(patterns[labels] + noise, 0, 255).astype(np.uint8), labels.astype(np.int64)
+
+    return Dataset(*draw(train), *draw(test))
+
+
+def cifar10(data_dir: Path | None, cache_dir: Path = DEFAULT_CACHE) -> Dataset:
+    """CIFAR-10 from a local copy (cached after the first decode), or torchvision's download."""
+    if data_dir is None:
+        return _torchvision_download(cache_dir)
+    data_dir = Path(data_dir)
+    if not data_dir.exists():
+        raise GcbenchError(f"--data-dir {data_dir} does not exist. {HOW_TO_PROVIDE}")
+    cache = cache_dir / f"cifar10-{_fingerprint(data_dir)}.npz"
+    if cache.is_file():
+        with np.load(cache) as stored:
+            return Dataset(*(stored[k] for k in ("train_images", "train_labels", "test_images", "test_labels")))
+    dataset = _decode(data_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    np.savez(cache, **dataset.__dict__)
+    return dataset
+
+
+def _fingerprint(path: Path) -> str:
+    stat = path.stat()
+    return hashlib.sha256(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+
+
+def _decode(path: Path) -> Dataset:
+    if path.is_file() and path.name.endswith((".tar.gz", ".tgz")):
+        return _from_tarball(path)
+    batches = path if path.name == "cifar-10-batches-py" else path / "cifar-10-batches-py"
+    if (batches / "data_batch_1").is_file():
+        return _from_python_batches(batches)
+    if (path / "train").is_dir() and (path / "test").is_dir():
+        return _from_image_folder(path)
+    raise GcbenchError(f"--data-dir {path}: no CIFAR-10 layout found there. {HOW_TO_PROVIDE}")
+
+
+def _from_python_batches(folder: Path) -> Dataset:
+    import pickle
+
+    def load(name: str) -> tuple[np.ndarray, np.ndarray]:
+        with open(folder / name, "rb") as handle:
+            batch = pickle.load(handle, encoding="latin1")
+        return np.asarray(batch["data"], dtype=np.uint8).reshape(-1, 3, 32, 32), np.asarray(batch["labels"])
+
+    train = [load(f"data_batch_{i}") for i in range(1, 6)]
+    test_images, test_labels = load("test_batch")
+    return Dataset(
+        np.concatenate([t[0] for t in train]),
+        np.concatenate([t[1] for t in train]).astype(np.int64),
+        test_images,
+        test_labels.astype(np.int64),
+    )
+
+
+def _image_array(data: bytes) -> np.ndarray:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        return np.asarray(image.convert("RGB"), dtype=np.uint8).transpose(2, 0, 1)
+
+
+def _collect(entries) -> Dataset:
+    """entries: (split, class name, bytes) triples, in any order; sorted for a stable dataset."""
+    splits: dict[str, list] = {"train": [], "test": []}
+    for split, name, key, data in entries:
+        if split in splits and name in CLASSES:
+            splits[split].append((CLASSES.index(name), key, data))
+    arrays = []
+    for split in ("train", "test"):
+        items = sorted(splits[split], key=lambda item: (item[0], item[1]))
+        if not items:
+            raise GcbenchError(f"the CIFAR-10 copy has no {split} images. {HOW_TO_PROVIDE}")
+        arrays += [np.stack([_image_array(d) for _, _, d in items]), np.array([c for c, _, _ in items], dtype=np.int64)]
+    return Dataset(*arrays)
+
+
+def _from_image_folder(root: Path) -> Dataset:
+    return _collect(
+        (p.parent.parent.name, p.parent.name, p.name, p.read_bytes()) for p in sorted(root.glob("*/*/*")) if p.is_file()
+    )
+
+
+def _from_tarball(path: Path) -> Dataset:
+    def entries():
+        with tarfile.open(path, "r:gz") as archive:
+            for member in archive:
+                parts = Path(member.name).parts
+                if member.isfile() and len(parts) >= 3:
+                    yield parts[-3], parts[-2], parts[-1], archive.extractfile(member).read()
+
+    return _collect(entries())
+
+
+def _torchvision_download(cache_dir: Path) -> Dataset:
+    try:
+        from torchvision.datasets import CIFAR10
+
+        CIFAR10(str(cache_dir), train=True, download=True)
+    except Exception:  # offline, blocked, or torchvision missing
+        raise GcbenchError(HOW_TO_PROVIDE) from None
+    return cifar10(cache_dir / "cifar-10-batches-py", cache_dir)

@@ -1,0 +1,58 @@
+"""The local backend: one process, the whole mini-batch; the baseline distributed runs are compared with."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+import torch
+
+from gcbench.real.batches import PartitionSampler
+from gcbench.real.data import Dataset
+from gcbench.real.gradients import apply_gradient, evaluate, partition_gradient
+from gcbench.real.models import build_model
+from gcbench.scenario.schema import Training
+
+
+def make_optimizer(model: torch.nn.Module, training: Training) -> torch.optim.Optimizer:
+    return torch.optim.SGD(
+        model.parameters(), lr=training.learning_rate, momentum=training.momentum, weight_decay=training.weight_decay
+    )
+
+
+def train_local(
+    data: Dataset,
+    training: Training,
+    partitions: int,
+    iterations: int,
+    seed: int,
+    device: torch.device,
+    progress: Callable[[int], None] | None = None,
+) -> pd.DataFrame:
+    """Train for some iterations on the full mini-batch; one row per iteration (schema + loss, accuracy)."""
+    model = build_model(training.model, data.classes, seed).to(device)
+    optimizer = make_optimizer(model, training)
+    sampler = PartitionSampler(len(data.train_labels), partitions, training.batch_size, seed)
+    rows, origin = [], time.perf_counter()
+    for t in range(iterations):
+        start = time.perf_counter() - origin
+        batch = sampler.batch(t)
+        grad, loss = partition_gradient(
+            model, data.train_images[batch], data.train_labels[batch], sampler.batch_size, device
+        )
+        apply_gradient(model, optimizer, grad)
+        end = time.perf_counter() - origin
+        accuracy = np.nan
+        if (t + 1) % training.eval_every == 0 or t == iterations - 1:
+            accuracy = evaluate(model, data.test_images, data.test_labels, device)
+        rows.append(
+            {"iteration": t, "start": start, "end": end, "duration": end - start, "loss": loss, "accuracy": accuracy}
+        )
+        if progress:
+            progress(t + 1)
+    frame = pd.DataFrame(rows)
+    keys = {"variant": "local", "scheme": "uncoded", "s": 0, "m": 1, "policy": "wait_all", "point": 0, "seed": seed}
+    extra = {"messages_used": 1, "stop": "all_arrived", "exact": True, "residual": 0.0, "staleness": 0.0}
+    return frame.assign(**keys, **extra)

@@ -1,0 +1,48 @@
+"""Networks real mode trains: a small CNN that trains in minutes on a CPU, and ResNet-18."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from gcbench.errors import GcbenchError
+
+
+def small_cnn(classes: int = 10) -> nn.Module:
+    """Three conv blocks and two dense layers (~0.3M parameters)."""
+    return nn.Sequential(
+        nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 4 * 4, 128), nn.ReLU(), nn.Linear(128, classes),
+    )  # fmt: skip
+
+
+def resnet18(classes: int = 10) -> nn.Module:
+    """torchvision's ResNet-18 with the usual CIFAR stem (3x3 first convolution, no max-pool)."""
+    from torchvision.models import resnet18 as torchvision_resnet18
+
+    model = torchvision_resnet18(num_classes=classes)
+    model.conv1 = nn.Conv2d(3, 64, 3, stride=1, padding=1, bias=False)
+    model.maxpool = nn.Identity()
+    return model
+
+
+MODELS = {"small_cnn": small_cnn, "resnet18": resnet18}
+
+
+def build_model(name: str, classes: int, seed: int) -> nn.Module:
+    """The named model with weights initialised from the seed."""
+    if name not in MODELS:
+        raise GcbenchError(f"training.model: unknown model '{name}'; available: {', '.join(MODELS)}.")
+    torch.manual_seed(seed)
+    return MODELS[name](classes)
+
+
+def resolve_device(name: str) -> torch.device:
+    """'auto' is CUDA when available, else the CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise GcbenchError(f"training.device: {name} was asked for, but CUDA is not available here.")
+    return torch.device(name)

@@ -1,0 +1,52 @@
+"""The real master's online decisions agree with the simulator's offline stop times."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import TypeAdapter
+
+from gcbench.coding import make_scheme
+from gcbench.policies import Policy
+
+POLICIES = [
+    "wait_all",
+    "decodable",
+    {"name": "decodable", "fallback": "approximate"},
+    {"name": "fastest_k", "k": 3},
+    {"name": "deadline", "deadline": 0.5},
+    {"name": "deadline", "deadline": 0.5, "fallback": "approximate"},
+]
+SCHEMES = [("uncoded", 0, {}), ("fr", 1, {}), ("cr", 2, {}), ("cyclic_mds", 1, {}), ("cce_fr", 1, {"m": 2})]
+
+
+def online_stop(policy, scheme, arrivals: np.ndarray) -> tuple[float, str]:
+    """Replay arrivals in time order, asking stop_now at each distinct arrival time and once at wake_at()."""
+    received: list[int] = []
+    wake, woken = policy.wake_at(), False
+    finite = arrivals[np.isfinite(arrivals)]
+    for moment in np.unique(finite):
+        if not woken and wake < moment:
+            woken = True
+            if reason := policy.stop_now(scheme, received, wake, False):
+                return wake, reason
+        received += [int(i) for i in np.flatnonzero(arrivals == moment)]
+        if reason := policy.stop_now(scheme, received, float(moment), len(received) == len(arrivals)):
+            return float(moment), reason
+    return float("inf"), "stuck"
+
+
+@given(
+    policy_index=st.integers(0, len(POLICIES) - 1),
+    scheme_index=st.integers(0, len(SCHEMES) - 1),
+    times=st.lists(st.floats(0.01, 1.0), min_size=6, max_size=6),
+)
+def test_online_decisions_match_offline_stop_times(policy_index, scheme_index, times):
+    policy = TypeAdapter(Policy).validate_python(POLICIES[policy_index])
+    name, s, params = SCHEMES[scheme_index]
+    scheme = make_scheme(name, n=6, s=s, **params)
+    arrivals = np.array(times)
+    offline = policy.stop_times(arrivals[None, :], scheme)
+    stop, reason = online_stop(policy, scheme, arrivals)
+    assert stop == offline.stop[0] and reason == offline.reason[0], (stop, reason, offline)
