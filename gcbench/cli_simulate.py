@@ -52,18 +52,19 @@ def simulate_scenario(
 def print_summary(summary: pd.DataFrame, sweep_columns: list[str], console: Console) -> None:
     for _, rows in summary.groupby("point", sort=True):
         where = ", ".join(f"{c} = {rows[c].iloc[0]}" for c in sweep_columns)
+        stale = bool((rows["staleness"] > 0).any())
         table = Table(title=f"iteration time (s){f' at {where}' if where else ''}")
-        for name in ("variant", "mean", "95% CI", "p50", "p99", "speedup", "exact"):
+        names = ["variant", "mean", "95% CI", "p50", "p99", "speedup", "exact"] + (["staleness"] if stale else [])
+        for name in names:
             table.add_column(name, justify="left" if name == "variant" else "right")
         for row in rows.itertuples():
             interval = f"[{row.ci_low:.4g}, {row.ci_high:.4g}]" if pd.notna(row.ci_low) else "n/a"
-            table.add_row(
-                row.variant,
-                f"{row.mean:.4g}",
-                interval,
-                f"{row.p50:.4g}",
-                f"{row.p99:.4g}",
-                f"{row.speedup:.2f}x",
-                f"{row.exact_share:.0%}",
-            )
+            cells = [row.variant, f"{row.mean:.4g}", interval, f"{row.p50:.4g}", f"{row.p99:.4g}"]
+            cells += [f"{row.speedup:.2f}x", f"{row.exact_share:.0%}"] + ([f"{row.staleness:.2f}"] if stale else [])
+            table.add_row(*cells)
         console.print(table)
+        if stale:
+            console.print(
+                "Asynchronous policies: an iteration is one model update from k results, "
+                "and staleness is how many updates old the used results were on average."
+            )

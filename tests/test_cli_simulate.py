@@ -79,3 +79,21 @@ def test_a_run_that_cannot_progress_exits_2(tmp_path):
     scenario.write_text(TINY.replace("variants:", "failures: {model: crash, probability: 1.0}\nvariants:"))
     done = gcbench("simulate", str(scenario), "--out", str(tmp_path / "o"))
     assert done.returncode == 2 and "can never finish" in done.stderr
+
+
+def test_rerunning_into_a_folder_leaves_no_stale_workers_table(tmp_path):
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
+    out = tmp_path / "run"
+    assert runner.invoke(app, ["simulate", str(scenario), "--out", str(out)]).exit_code == 0
+    assert (out / "workers.parquet").is_file()
+    assert runner.invoke(app, ["simulate", str(scenario), "--out", str(out), "--no-workers-table"]).exit_code == 0
+    assert not (out / "workers.parquet").exists()
+
+
+def test_asynchronous_runs_show_staleness(tmp_path):
+    scenario = tmp_path / "async.yaml"
+    scenario.write_text(TINY.replace("{scheme: fr, s: 1}", "{scheme: uncoded, policy: async}"))
+    result = runner.invoke(app, ["simulate", str(scenario), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 0 and "staleness" in result.output
+    assert "an iteration is one model update from k results" in result.output

@@ -202,3 +202,33 @@ def test_bad_yaml_and_missing_files(tmp_path):
     (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
     with pytest.raises(ScenarioError, match="must be a YAML mapping"):
         load_scenario(tmp_path / "list.yaml")
+
+
+def test_exponent_numbers_are_numbers(tmp_path):
+    """YAML 1.1 would read 1.25e9 as a string; sweeps over bandwidths must stay numeric."""
+    path = tmp_path / "s.yaml"
+    base = "name: t\nworkers: 4\niterations: 5\ncompute: {per_partition: {distribution: exponential, rate: 1e1}}\n"
+    path.write_text(
+        base + "variants: [{scheme: uncoded}]\nnetwork: {bandwidth: 1.25e9}\nsweep: {network.latency: [1e-3, 2E-2]}\n"
+    )
+    points = load_scenario(path)
+    assert points[0].scenario.network.bandwidth == 1.25e9 and points[0].scenario.compute.per_partition.rate == 10.0
+    assert [p.values["network.latency"] for p in points] == [0.001, 0.02]
+
+
+def test_a_missing_trace_file_is_caught_when_loading(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: t\nworkers: 4\niterations: 5\ncompute: {trace: {path: nope.csv}}\nvariants: [{scheme: uncoded}]\n"
+    )
+    with pytest.raises(ScenarioError, match=f"compute.trace.path: no such file: {tmp_path}/nope.csv"):
+        load_scenario(path)
+
+
+def test_messages_end_with_one_full_stop(tmp_path):
+    path = tmp_path / "s.yaml"
+    base = "name: t\nworkers: 12\niterations: 5\ncompute: {per_partition: {distribution: exponential, rate: 1}}\n"
+    path.write_text(base + "variants: [{scheme: fr, s: 4}]\n")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value).endswith("does not divide n=12.") and ".." not in str(caught.value)

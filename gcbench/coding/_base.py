@@ -299,14 +299,23 @@ class Scheme(abc.ABC):
             return None
         return found
 
+    @property
+    def alternatives(self) -> str:
+        """What to try instead when these parameters are refused as ill-conditioned."""
+        return "use fewer workers or stragglers, or fr / cce_fr, which are always well conditioned"
+
     def _refuse_if_ill_conditioned(self) -> None:
         # each set costs an SVD of about n x n: keep the check within seconds at large n
         report = self.worst_condition(limit=int(np.clip(4e9 / self.n**3, 16, 2000)))
         if report.worst > CONDITION_LIMIT:
+            what = (
+                f"the straggler set {list(report.worst_stragglers)} cannot be decoded in floating point"
+                if report.worst == float("inf")
+                else f"a straggler set has decoding condition number {report.worst:.1e} > {CONDITION_LIMIT:.0e}"
+            )
             raise SchemeParameterError(
                 f"{self.name} is numerically unusable for n={self.n}, s={self.s}"
-                f"{'' if self.m == 1 else f', m={self.m}'}: a straggler set has decoding condition number "
-                f"{report.worst:.1e} > {CONDITION_LIMIT:.0e}; use fewer workers or stragglers, or cyclic_mds."
+                f"{'' if self.m == 1 else f', m={self.m}'}: {what}; {self.alternatives}"
             )
 
     def __repr__(self) -> str:

@@ -54,5 +54,9 @@ class CyclicRepetition(Scheme):
     def _check_parameters(self) -> None:
         check_int(self.name, "seed", self.params["seed"], 0, 2**63 - 1)
 
+    @property
+    def alternatives(self) -> str:
+        return "try another seed, cyclic_mds, or fr / cce_fr, which are always well conditioned"
+
     def _layout(self) -> Layout:
         return rows_as_layout(random_null_space_rows(self.n, self.s, self.params["seed"]), self.s + 1)

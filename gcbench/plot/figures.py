@@ -169,8 +169,9 @@ def worker_timeline(iterations: pd.DataFrame, workers: pd.DataFrame | None, wind
         Line2D([], [], marker="|", color="k", ls="", label="message arrives"),
         Patch(color="0.35", alpha=0.3, label="not used"),
         Line2D([], [], marker="x", color="#D55E00", ls="", label="crashed"),
+        Line2D([], [], color="0.3", lw=0.6, ls="--", label="iteration ends"),
     ]
-    axes[0].legend(handles=handles, ncol=5, frameon=False, loc="lower left", bbox_to_anchor=(0, 1.02), fontsize=6)
+    axes[0].legend(handles=handles, ncol=6, frameon=False, loc="lower left", bbox_to_anchor=(0, 1.02), fontsize=6)
     return fig
 
 
@@ -283,5 +284,5 @@ def scheme_map(iterations: pd.DataFrame, workers: pd.DataFrame | None) -> Figure
     axes[1].set_ylim(0, 1.1)
     fig.subplots_adjust(wspace=0.4)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=6)
+    fig.legend(handles, labels, frameon=False, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=6)
     return fig

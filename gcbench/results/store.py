@@ -22,6 +22,8 @@ def write_results(
     if workers is not None:
         _require(workers, WORKER_COLUMNS, "workers")
         workers.to_parquet(directory / "workers.parquet", index=False)
+    else:  # never leave an earlier run's workers table beside this run's iterations
+        (directory / "workers.parquet").unlink(missing_ok=True)
     (directory / "run.json").write_text(json.dumps(metadata, indent=2, default=str) + "\n")
 
 

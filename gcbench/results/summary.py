@@ -1,4 +1,5 @@
-"""Per-variant summary: mean iteration time with a 95% confidence interval, p50, p99, speedup, exact share.
+"""Per-variant summary: mean iteration time with a 95% confidence interval, p50, p99, speedup, exact share,
+and mean staleness (asynchronous policies, whose iterations are single model updates).
 
 The interval comes from replications when there are several seeds (Student t
 over the per-seed means); with one seed, from 10 batch means of its iterations,
@@ -52,6 +53,7 @@ def summarize(iterations: pd.DataFrame, sweep_columns: list[str] | None = None) 
                 p99=frame["duration"].quantile(0.99),
                 speedup=baseline / mean if mean > 0 else np.nan,
                 exact_share=frame["exact"].mean(),
+                staleness=frame["staleness"].mean(),
                 iterations=len(frame),
             )
             rows.append(row)

@@ -28,11 +28,22 @@ class SweepPoint:
     scenario: Scenario
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML 1.1 reads 1e9 and 1.25e9 as strings; scenarios mean numbers."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ScenarioError(f"{path}: no such scenario file.")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_Loader)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark else ""
@@ -48,7 +59,11 @@ def load_scenario(path: str | Path) -> list[SweepPoint]:
     raw = read_yaml(path)
     base = validate(raw, path)
     points = []
-    for values in sweep_grid(base.sweep):
+    try:
+        grid = sweep_grid(base.sweep)
+    except ScenarioError as error:
+        raise ScenarioError(f"{path}: {error}") from None
+    for values in grid:
         data = copy.deepcopy(raw)
         for dotted, value in values.items():
             set_path(data, dotted, value, path)
@@ -61,7 +76,7 @@ def validate(data: dict[str, Any], path: Path, context: str = "") -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as error:
-        problems = [format_problem(e) for e in error.errors()]
+        problems = [format_problem(e).rstrip(".") for e in error.errors()]
         prefix = f"{path}{f' (sweep point {context})' if context else ''}"
         raise ScenarioError(f"{prefix}: " + "; ".join(problems) + ".") from None
 
@@ -133,9 +148,12 @@ def set_path(data: dict[str, Any], dotted: str, value: Any, path: Path) -> None:
 
 
 def resolve_paths(scenario: Scenario, base: Path) -> Scenario:
-    """Trace paths are relative to the scenario file's folder."""
+    """Trace paths are relative to the scenario file's folder; the file must exist."""
     trace = scenario.compute.trace
     if trace is None:
         return scenario
-    compute = scenario.compute.model_copy(update={"trace": trace.resolve(base)})
+    resolved = trace.resolve(base)
+    if not Path(resolved.path).is_file():
+        raise ScenarioError(f"{base}: compute.trace.path: no such file: {Path(resolved.path).resolve()}.")
+    compute = scenario.compute.model_copy(update={"trace": resolved})
     return scenario.model_copy(update={"compute": compute})
