@@ -284,5 +284,5 @@ def scheme_map(iterations: pd.DataFrame, workers: pd.DataFrame | None) -> Figure
     axes[1].set_ylim(0, 1.1)
     fig.subplots_adjust(wspace=0.4)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, frameon=False, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=6)
+    fig.legend(handles, labels, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3, fontsize=6)
     return fig
