@@ -238,10 +238,14 @@ class Scheme(abc.ABC):
             out.append(message)
         return out
 
-    def decode(self, received: Mapping[int, Sequence[Any]], d: int | None = None) -> Any:
-        """The full gradient (length d) from worker -> list of its messages (None for one not received)."""
+    def decode(self, received: Mapping[int, Sequence[Any]], d: int | None = None, approximate: bool = False) -> Any:
+        """The full gradient (length d) from worker -> list of its messages (None for one not received).
+
+        ``approximate=True`` returns the least-squares estimate even when the set
+        does not decode exactly (its residual: ``approximate_decoding``).
+        """
         ids, vectors = self._gather(received)
-        dec = self.decoding(ids)
+        dec = self.approximate_decoding(ids) if approximate else self.decoding(ids)
         position = {mid: i for i, mid in enumerate(ids)}
         ordered = [vectors[position[mid]] for mid in dec.message_ids]
         length = int(ordered[0].shape[0])
