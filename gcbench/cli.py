@@ -110,6 +110,35 @@ def plot(
     plot_command(runs or [], out, report, vector, target_accuracy)
 
 
+@app.command()
+@user_errors
+def run(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")] = Path("scenarios/cifar10.yaml"),
+    real: Annotated[bool, typer.Option("--real/--sim", help="Train for real (default) or simulate.")] = True,
+    backend: Annotated[str, typer.Option("--backend", help="ray, or local (one process, full mini-batch).")] = "ray",
+    out: Annotated[Path | None, typer.Option("--out", help="Results directory.")] = None,
+    address: Annotated[str | None, typer.Option("--address", help="An existing Ray cluster (default: local).")] = None,
+    iterations: Annotated[int | None, typer.Option("--iterations", min=1, help="Override the scenario's.")] = None,
+    batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Global mini-batch size.")] = None,
+    lr: Annotated[float | None, typer.Option("--lr", help="Learning rate.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="small_cnn or resnet18.")] = None,
+    dataset: Annotated[str | None, typer.Option("--dataset", help="cifar10 or synthetic.")] = None,
+    data_dir: Annotated[str | None, typer.Option("--data-dir", help="A local CIFAR-10 copy.")] = None,
+    device: Annotated[str | None, typer.Option("--device", help="auto, cpu or cuda.")] = None,
+) -> None:
+    """Train the scenario's variants on Ray (or one process), or simulate them with --sim."""
+    from gcbench.cli_run import check_backend, console, run_real
+    from gcbench.cli_simulate import simulate_scenario
+
+    if not real:
+        simulate_scenario(scenario, out, None, True, console())
+        return
+    check_backend(backend)
+    training = {"batch_size": batch_size, "learning_rate": lr, "model": model, "dataset": dataset}
+    training.update(data_dir=data_dir, device=device)
+    run_real(scenario, backend, out, address, iterations, training, console())
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -103,3 +103,49 @@ def test_an_abandoned_straggler_does_not_slow_the_next_iteration():
         assert second.end - second.start < 1.5
     finally:
         master.shutdown()
+
+
+def test_gcbench_run_real_writes_the_shared_schema_with_loss_and_accuracy(tmp_path):
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
+    from gcbench.results import ITERATION_COLUMNS, WORKER_COLUMNS, read_results
+
+    path = tmp_path / "tiny.yaml"
+    path.write_text(
+        "name: tiny\nworkers: 4\niterations: 4\ncompute: {per_partition: {distribution: exponential, rate: 10}}\n"
+        "straggling: {model: independent, probability: 0.3, delay: 0.3}\n"
+        "variants: [{label: uncoded, scheme: uncoded, policy: wait_all}, {scheme: fr, s: 1}]\n"
+        "training: {dataset: synthetic, batch_size: 32, eval_every: 2, device: cpu}\n"
+    )
+    result = CliRunner().invoke(app, ["run", str(path), "--out", str(tmp_path / "real")])
+    assert result.exit_code == 0, result.output
+    iterations, workers, meta = read_results(tmp_path / "real")
+    assert meta["mode"] == "real" and meta["backend"] == "ray"
+    assert set(ITERATION_COLUMNS) | {"loss", "accuracy"} <= set(iterations.columns)
+    assert set(WORKER_COLUMNS) <= set(workers.columns) and len(workers) == 2 * 4 * 4
+    assert len(iterations) == 8 and iterations["loss"].notna().all() and iterations["accuracy"].notna().sum() == 4
+    used = workers[workers["used"]]
+    assert (used["arrival"] >= used["compute_start"]).all() and (used["injected_delay"] >= 0).all()
+
+    local = CliRunner().invoke(app, ["run", str(path), "--backend", "local", "--out", str(tmp_path / "local")])
+    assert local.exit_code == 0, local.output
+    assert read_results(tmp_path / "local")[0]["variant"].unique().tolist() == ["local"]
+
+
+def test_gcbench_run_refuses_what_it_cannot_do(tmp_path):
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
+
+    path = tmp_path / "async.yaml"
+    path.write_text(
+        "name: a\nworkers: 4\niterations: 4\ncompute: {per_partition: {distribution: exponential, rate: 10}}\n"
+        "variants: [{scheme: uncoded, policy: async}]\ntraining: {dataset: synthetic}\n"
+    )
+    result = CliRunner().invoke(app, ["run", str(path)])
+    assert result.exit_code == 2 and "asynchronous policies do not run for real yet" in result.output
+    result = CliRunner().invoke(app, ["run", str(path), "--backend", "mpi"])
+    assert result.exit_code == 2 and "--backend must be ray or local" in result.output
+    missing = CliRunner().invoke(app, ["run", "scenarios/cifar10.yaml", "--data-dir", str(tmp_path / "none")])
+    assert missing.exit_code == 2 and "does not exist" in missing.output

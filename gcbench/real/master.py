@@ -33,6 +33,7 @@ class Step:
     reason: str
     exact: bool
     residual: float
+    loss: float
     arrivals: dict[int, float] = field(default_factory=dict)
     timings: dict[int, dict] = field(default_factory=dict)
 
@@ -59,7 +60,7 @@ class RayMaster:
             "samples": len(data.train_labels), "batch_size": training.batch_size, "straggling": scenario.straggling,
         }  # fmt: skip
         spec = {"name": scheme.name, "n": scheme.n, "s": scheme.s, "params": dict(scheme.params)}
-        actor = ray.remote(max_concurrency=2, max_restarts=-1, num_cpus=0)(GradientWorker)
+        actor = ray.remote(max_concurrency=2, num_cpus=0)(GradientWorker)
         self.actors = []
         for w in range(scheme.n):
             held = {j: ray.get(shards[j]) for j in scheme.partitions(w)}
@@ -107,7 +108,13 @@ class RayMaster:
         gradient, exact, residual = self._decode(received, order)
         apply_gradient(self.model, self.optimizer, gradient)
         end = time.time()
-        return Step(gradient, start - self.origin, end - self.origin, reason, exact, residual, arrivals, timings)
+        loss = self._loss(timings)
+        return Step(gradient, start - self.origin, end - self.origin, reason, exact, residual, loss, arrivals, timings)
+
+    def _loss(self, timings: dict[int, dict]) -> float:
+        """Mini-batch loss from the partitions the used workers computed (NaN if some partition is missing)."""
+        losses = {j: value for result in timings.values() for j, value in result["losses"].items()}
+        return float(sum(losses.values())) if len(losses) == self.scheme.k else float("nan")
 
     def _decode(self, received: dict, order: list[int]) -> tuple[torch.Tensor, bool, float]:
         exact = self.scheme.exact and self.scheme.can_decode(order)

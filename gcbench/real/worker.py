@@ -50,13 +50,13 @@ class GradientWorker:
         start = time.time()
         result = {"worker": self.worker, "iteration": iteration, "compute_start": start, "abandoned": True}
         load_flat_parameters(self.model, weights.to(self.device))
-        grads = {}
+        grads, losses = {}, {}
         for j in self.scheme.partitions(self.worker):
             if self.abandon_below > iteration:
                 return result
             images, labels, offset = self.shards[j]
             local = self.sampler.indices(iteration, j) - offset
-            grads[j], _ = partition_gradient(
+            grads[j], losses[j] = partition_gradient(
                 self.model, images[local], labels[local], self.sampler.batch_size, self.device
             )
         computed = time.time()
@@ -67,7 +67,9 @@ class GradientWorker:
             if self.abandon_below > iteration:
                 return result
             time.sleep(min(SLEEP_SLICE, max(0.0, computed + delay - time.time())))
-        result.update(abandoned=False, messages=messages, compute_end=computed, injected=delay, ready=time.time())
+        result.update(
+            abandoned=False, messages=messages, losses=losses, compute_end=computed, injected=delay, ready=time.time()
+        )
         return result
 
     def ping(self) -> bool:

@@ -1,0 +1,94 @@
+"""What `gcbench run` does: the scenario's variants trained for real (or simulated with --sim)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from gcbench.errors import GcbenchError
+from gcbench.results import summarize, write_results
+from gcbench.results.metadata import new_run_directory, run_metadata
+from gcbench.scenario import load_scenario
+from gcbench.scenario.loading import SweepPoint
+
+
+def real_points(path: Path, iterations: int | None, training: dict[str, Any]) -> list[SweepPoint]:
+    points = load_scenario(path)
+    if len(points) > 1:
+        raise GcbenchError(f"{path}: real runs do not sweep; remove 'sweep' or simulate it with --sim.")
+    scenario = points[0].scenario
+    changes = {k: v for k, v in training.items() if v is not None}
+    if changes:
+        merged = scenario.training.model_validate({**scenario.training.model_dump(), **changes})
+        scenario = scenario.model_copy(update={"training": merged})
+    if iterations is not None:
+        scenario = scenario.model_copy(update={"iterations": iterations})
+    asynchronous = [v.display_label() for v in scenario.variants if not v.policy.synchronous]
+    if asynchronous:
+        names = ", ".join(asynchronous)
+        raise GcbenchError(
+            f"{path}: asynchronous policies do not run for real yet ({names}); simulate them with --sim."
+        )
+    return [SweepPoint({}, scenario)]
+
+
+def run_real(
+    path: Path, backend: str, out: Path | None, address: str | None, iterations: int | None, training: dict, console
+) -> Path:
+    from gcbench.real.runner import load_data, run_local, run_variant, start_ray
+
+    points = real_points(path, iterations, training)
+    scenario = points[0].scenario
+    data = load_data(scenario)
+    out = out or new_run_directory(Path("results"), f"{scenario.name}-real")
+    began = time.perf_counter()
+    tables, workers = [], []
+    runs = [(None, seed) for seed in scenario.seeds] if backend == "local" else [
+        (variant, seed) for variant in scenario.variants for seed in scenario.seeds
+    ]  # fmt: skip
+    if backend == "ray":
+        start_ray(address)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        for variant, seed in runs:
+            label = "local" if variant is None else variant.display_label()
+            task = bar.add_task(f"{label}, seed {seed}", total=scenario.iterations)
+            tick = lambda done, task=task: bar.update(task, completed=done)  # noqa: E731
+            if variant is None:
+                frame, worker_frame = run_local(scenario, data, seed, tick)
+            else:
+                frame, worker_frame = run_variant(scenario, variant, data, seed, tick)
+            tables.append(frame)
+            if worker_frame is not None:
+                workers.append(worker_frame)
+    iterations = pd.concat(tables, ignore_index=True)
+    meta = run_metadata(
+        "real", path, points, {"backend": backend, "wall_seconds": round(time.perf_counter() - began, 3)}
+    )
+    write_results(out, iterations, pd.concat(workers, ignore_index=True) if workers else None, meta)
+    summary = summarize(iterations)
+    summary.to_csv(out / "summary.csv", index=False)
+    from gcbench.cli_simulate import print_summary
+
+    print_summary(summary, [], console)
+    final = iterations.dropna(subset=["accuracy"]).groupby("variant", sort=False)["accuracy"].last()
+    for variant, accuracy in final.items():
+        console.print(f"{variant}: test accuracy {accuracy:.1%} after {scenario.iterations} iterations")
+    console.print(f"results: {out}")
+    return out
+
+
+def check_backend(backend: str) -> None:
+    if backend not in ("ray", "local"):
+        raise GcbenchError(f"--backend must be ray or local, got '{backend}'.")
+
+
+def console() -> Console:
+    from gcbench.cli_schemes import wide_console
+
+    return wide_console()

@@ -1,0 +1,102 @@
+"""Run a scenario for real: every variant and seed on Ray (or the local backend); results in the shared schema."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from gcbench.errors import GcbenchError
+from gcbench.real.data import DEFAULT_CACHE, Dataset, cifar10, synthetic
+from gcbench.real.gradients import evaluate
+from gcbench.real.local import train_local
+from gcbench.real.master import RayMaster
+from gcbench.real.models import resolve_device
+from gcbench.scenario.schema import Scenario, Variant
+from gcbench.sim.runner import scheme_for
+
+
+def load_data(scenario: Scenario) -> Dataset:
+    training = scenario.training
+    if training.dataset == "synthetic":
+        return synthetic()
+    cache = Path(training.cache_dir) if training.cache_dir else DEFAULT_CACHE
+    return cifar10(Path(training.data_dir) if training.data_dir else None, cache)
+
+
+def start_ray(address: str | None) -> None:
+    """Join the cluster at ``address``, or start a local instance (loopback, no dashboard)."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    try:
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(include_dashboard=False, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as error:
+        raise GcbenchError(f"cannot start or reach Ray{f' at {address}' if address else ''}: {error}") from None
+
+
+def run_variant(
+    scenario: Scenario, variant: Variant, data: Dataset, seed: int, progress: Callable[[int], None] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Train one variant for the scenario's iterations; iterations and workers tables."""
+    training = scenario.training
+    scheme = scheme_for(scenario, variant)
+    master = RayMaster(scenario, variant, scheme, data, seed, str(resolve_device(training.device)))
+    rows, workers = [], []
+    try:
+        for t in range(scenario.iterations):
+            step = master.step(t)
+            accuracy = np.nan
+            if (t + 1) % training.eval_every == 0 or t == scenario.iterations - 1:
+                accuracy = evaluate(master.model, data.test_images, data.test_labels, torch.device("cpu"))
+            rows.append(_iteration_row(t, step, len(step.arrivals) * scheme.messages_per_worker, accuracy))
+            workers += _worker_rows(t, step, scheme, master.straggling[t], master.origin)
+            if progress:
+                progress(t + 1)
+    finally:
+        master.shutdown()
+    keys = {"variant": variant.display_label(), "scheme": variant.scheme, "s": variant.s, "m": scheme.m}
+    keys.update(policy=variant.policy.name, point=0, seed=seed)
+    iterations = pd.DataFrame(rows).assign(**keys, staleness=0.0)
+    return iterations, pd.DataFrame(workers).assign(variant=keys["variant"], point=0, seed=seed)
+
+
+def _iteration_row(t: int, step, used: int, accuracy: float) -> dict:
+    return {
+        "iteration": t, "start": step.start, "end": step.end, "duration": step.end - step.start,
+        "messages_used": used, "stop": step.reason, "exact": step.exact, "residual": step.residual,
+        "loss": step.loss, "accuracy": accuracy,
+    }  # fmt: skip
+
+
+def _worker_rows(t: int, step, scheme, straggling: np.ndarray, origin: float) -> list[dict]:
+    rows = []
+    for w in range(scheme.n):
+        timing = step.timings.get(w)
+        row = {"iteration": t, "worker": w, "partitions": len(scheme.partitions(w)), "used": timing is not None}
+        row.update(straggling=bool(straggling[w]), failed=False)
+        if timing is None:
+            row.update(compute_start=np.nan, compute_end=np.nan, injected_delay=np.nan, arrival=np.nan)
+        else:
+            row.update(
+                compute_start=timing["compute_start"] - origin,
+                compute_end=timing["ready"] - origin,
+                injected_delay=timing["injected"],
+                arrival=step.start + step.arrivals[w],
+            )
+        rows.append(row)
+    return rows
+
+
+def run_local(scenario: Scenario, data: Dataset, seed: int, progress=None) -> tuple[pd.DataFrame, None]:
+    """The single-process baseline on the same mini-batches (k = workers partitions)."""
+    device = resolve_device(scenario.training.device)
+    frame = train_local(data, scenario.training, scenario.workers, scenario.iterations, seed, device, progress)
+    return frame, None
