@@ -23,9 +23,9 @@ import time
 import numpy as np
 import simpy
 
+from gcbench.scenario.build import scheme_for
 from gcbench.scenario.schema import Scenario
 from gcbench.sim.asynchronous import simulate_asynchronous
-from gcbench.sim.runner import scheme_for
 from gcbench.sim.synchronous import simulate_synchronous
 
 COMPUTE = {"per_partition": {"distribution": "shifted_exponential", "shift": 0.1, "rate": 10.0}}

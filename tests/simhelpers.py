@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
+from gcbench.scenario.build import scheme_for
 from gcbench.scenario.loading import SweepPoint
 from gcbench.scenario.schema import Scenario
-from gcbench.sim.runner import scheme_for
 from gcbench.sim.synchronous import simulate_synchronous
 
 

@@ -15,8 +15,8 @@ from gcbench.real.data import synthetic
 from gcbench.real.gradients import load_flat_parameters, partition_gradient
 from gcbench.real.master import RayMaster
 from gcbench.real.models import build_model
+from gcbench.scenario.build import scheme_for
 from gcbench.scenario.schema import Scenario
-from gcbench.sim.runner import scheme_for
 
 ray = pytest.importorskip("ray", reason="ray is part of the [real] extra")
 

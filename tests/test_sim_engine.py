@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from gcbench.results.schema import ITERATION_COLUMNS, WORKER_COLUMNS
+from gcbench.scenario.build import scheme_for
 from gcbench.scenario.loading import SweepPoint
-from gcbench.sim.runner import scheme_for, simulate_points
+from gcbench.sim.runner import simulate_points
 from gcbench.sim.synchronous import SimulationStuck, simulate_synchronous
 
 from simhelpers import point, scenario

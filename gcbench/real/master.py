@@ -9,6 +9,7 @@ import torch
 
 from gcbench.coding import Scheme
 from gcbench.errors import GcbenchError
+from gcbench.models.draws import draw_run
 from gcbench.real.batches import PartitionSampler
 from gcbench.real.data import Dataset
 from gcbench.real.gradients import apply_gradient, flat_parameters
@@ -16,7 +17,6 @@ from gcbench.real.local import make_optimizer
 from gcbench.real.models import build_model
 from gcbench.real.worker import GradientWorker
 from gcbench.scenario.schema import Scenario, Variant
-from gcbench.sim.draws import draw_run
 
 
 class ClusterStuck(GcbenchError):

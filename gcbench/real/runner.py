@@ -15,8 +15,8 @@ from gcbench.real.gradients import evaluate
 from gcbench.real.local import train_local
 from gcbench.real.master import RayMaster
 from gcbench.real.models import resolve_device
+from gcbench.scenario.build import scheme_for
 from gcbench.scenario.schema import Scenario, Variant
-from gcbench.sim.runner import scheme_for
 
 
 def load_data(scenario: Scenario) -> Dataset:

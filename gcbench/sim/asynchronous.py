@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from gcbench.coding import Scheme
+from gcbench.models.draws import draw_run, message_bytes
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.sim.calendar import Calendar
-from gcbench.sim.draws import draw_run, message_bytes
 from gcbench.sim.synchronous import decoding_quality
 from gcbench.sim.tables import RunRecorder
 

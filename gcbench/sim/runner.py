@@ -10,14 +10,12 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
-from gcbench.coding import Scheme, make_scheme
+from gcbench.scenario.build import scheme_for
 from gcbench.scenario.loading import SweepPoint
-from gcbench.scenario.schema import Scenario, Variant
 
 PARALLEL_THRESHOLD = 2_000_000  # worker-iterations below which process start-up costs more than it saves
 
@@ -27,15 +25,6 @@ class Task:
     point: int
     variant: int
     seed: int
-
-
-@lru_cache(maxsize=64)
-def _scheme(name: str, n: int, s: int, params: tuple) -> Scheme:
-    return make_scheme(name, n=n, s=s, **dict(params))
-
-
-def scheme_for(scenario: Scenario, variant: Variant) -> Scheme:
-    return _scheme(variant.scheme, scenario.workers, variant.s, tuple(sorted(variant.scheme_params().items())))
 
 
 def run_task(point: SweepPoint, index: int, task: Task, with_workers: bool) -> tuple[dict, dict | None]:

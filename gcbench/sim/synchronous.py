@@ -13,8 +13,8 @@ import numpy as np
 
 from gcbench.coding import Scheme
 from gcbench.errors import GcbenchError
+from gcbench.models.draws import RunDraws, draw_run, message_bytes
 from gcbench.scenario.schema import Scenario, Variant
-from gcbench.sim.draws import RunDraws, draw_run, message_bytes
 from gcbench.sim.tables import RunRecorder
 
 
