@@ -125,6 +125,7 @@ def run(
     dataset: Annotated[str | None, typer.Option("--dataset", help="cifar10 or synthetic.")] = None,
     data_dir: Annotated[str | None, typer.Option("--data-dir", help="A local CIFAR-10 copy.")] = None,
     device: Annotated[str | None, typer.Option("--device", help="auto, cpu or cuda.")] = None,
+    resume: Annotated[Path | None, typer.Option("--resume", help="Continue an interrupted real run.")] = None,
 ) -> None:
     """Train the scenario's variants on Ray (or one process), or simulate them with --sim."""
     from gcbench.cli_run import check_backend, console, run_real
@@ -136,7 +137,7 @@ def run(
     check_backend(backend)
     training = {"batch_size": batch_size, "learning_rate": lr, "model": model, "dataset": dataset}
     training.update(data_dir=data_dir, device=device)
-    run_real(scenario, backend, out, address, iterations, training, console())
+    run_real(scenario, backend, out, address, iterations, training, console(), resume)
 
 
 def main() -> None:

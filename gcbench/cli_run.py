@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from gcbench.results import summarize, write_results
 from gcbench.results.metadata import new_run_directory, run_metadata
 from gcbench.scenario import load_scenario
 from gcbench.scenario.loading import SweepPoint
+from gcbench.scenario.schema import Scenario
 
 
 def real_points(path: Path, iterations: int | None, training: dict[str, Any]) -> list[SweepPoint]:
@@ -37,15 +39,40 @@ def real_points(path: Path, iterations: int | None, training: dict[str, Any]) ->
     return [SweepPoint({}, scenario)]
 
 
+def resume_points(run_dir: Path) -> tuple[Path, list[SweepPoint], str]:
+    """The scenario file, scenario (as it ran) and backend of an interrupted run."""
+    meta_path = run_dir / "run.json"
+    if not meta_path.is_file():
+        raise GcbenchError(f"--resume {run_dir}: not a real-run directory (no run.json).")
+    meta = json.loads(meta_path.read_text())
+    if meta.get("mode") != "real":
+        raise GcbenchError(f"--resume {run_dir}: only real runs resume; this one is '{meta.get('mode')}'.")
+    scenario = Scenario.model_validate(meta["scenario"])
+    return Path(meta["scenario_file"]), [SweepPoint({}, scenario)], meta["backend"]
+
+
 def run_real(
-    path: Path, backend: str, out: Path | None, address: str | None, iterations: int | None, training: dict, console
+    path: Path,
+    backend: str,
+    out: Path | None,
+    address: str | None,
+    iterations: int | None,
+    training: dict,
+    console,
+    resume: Path | None = None,
 ) -> Path:
     from gcbench.real.runner import load_data, run_local, run_variant, start_ray
 
-    points = real_points(path, iterations, training)
+    if resume is not None:
+        path, points, backend = resume_points(resume)
+        out = resume
+    else:
+        points = real_points(path, iterations, training)
     scenario = points[0].scenario
     data = load_data(scenario)
     out = out or new_run_directory(Path("results"), f"{scenario.name}-real")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "run.json").write_text(json.dumps(run_metadata("real", path, points, {"backend": backend}), default=str))
     began = time.perf_counter()
     tables, workers = [], []
     runs = [(None, seed) for seed in scenario.seeds] if backend == "local" else [
@@ -62,7 +89,9 @@ def run_real(
             if variant is None:
                 frame, worker_frame = run_local(scenario, data, seed, tick)
             else:
-                frame, worker_frame = run_variant(scenario, variant, data, seed, tick)
+                index = scenario.variants.index(variant)
+                saved = out / "checkpoints" / f"variant{index}-seed{seed}.pt"
+                frame, worker_frame = run_variant(scenario, variant, data, seed, tick, saved)
             tables.append(frame)
             if worker_frame is not None:
                 workers.append(worker_frame)

@@ -10,6 +10,7 @@ import pandas as pd
 import torch
 
 from gcbench.errors import GcbenchError
+from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
 from gcbench.real.data import DEFAULT_CACHE, Dataset, cifar10, synthetic
 from gcbench.real.gradients import evaluate
 from gcbench.real.local import train_local
@@ -43,25 +44,49 @@ def start_ray(address: str | None) -> None:
 
 
 def run_variant(
-    scenario: Scenario, variant: Variant, data: Dataset, seed: int, progress: Callable[[int], None] | None = None
+    scenario: Scenario,
+    variant: Variant,
+    data: Dataset,
+    seed: int,
+    progress: Callable[[int], None] | None = None,
+    checkpoint: Path | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Train one variant for the scenario's iterations; iterations and workers tables."""
+    """Train one variant for the scenario's iterations; iterations and workers tables.
+
+    With ``checkpoint``, the run saves every ``training.checkpoint_every`` iterations
+    and, if a checkpoint exists, continues from it (times continue from where it stopped).
+    """
     training = scenario.training
     scheme = scheme_for(scenario, variant)
+    state = load_checkpoint(checkpoint) if checkpoint else None
+    if state is not None and state["next_iteration"] >= scenario.iterations:  # finished before the interruption
+        return _frames(state["rows"], state["workers"], scenario, variant, scheme, seed)
     master = RayMaster(scenario, variant, scheme, data, seed, str(resolve_device(training.device)))
-    rows, workers = [], []
+    rows, workers, first = [], [], 0
+    if state is not None:
+        master.model.load_state_dict(state["model"])
+        master.optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["torch_rng"])
+        rows, workers, first = state["rows"], state["workers"], state["next_iteration"]
+        master.origin -= rows[-1]["end"] if rows else 0.0  # the clock continues from the checkpoint
     try:
-        for t in range(scenario.iterations):
+        for t in range(first, scenario.iterations):
             step = master.step(t)
             accuracy = np.nan
             if (t + 1) % training.eval_every == 0 or t == scenario.iterations - 1:
                 accuracy = evaluate(master.model, data.test_images, data.test_labels, torch.device("cpu"))
             rows.append(_iteration_row(t, step, len(step.arrivals) * scheme.messages_per_worker, accuracy))
             workers += _worker_rows(t, step, scheme, master.straggling[t], master.origin)
+            if checkpoint and ((t + 1) % training.checkpoint_every == 0 or t == scenario.iterations - 1):
+                save_checkpoint(checkpoint, master.model, master.optimizer, t + 1, rows, workers)
             if progress:
                 progress(t + 1)
     finally:
         master.shutdown()
+    return _frames(rows, workers, scenario, variant, scheme, seed)
+
+
+def _frames(rows, workers, scenario, variant, scheme, seed) -> tuple[pd.DataFrame, pd.DataFrame]:
     keys = {"variant": variant.display_label(), "scheme": variant.scheme, "s": variant.s, "m": scheme.m}
     keys.update(policy=variant.policy.name, point=0, seed=seed)
     iterations = pd.DataFrame(rows).assign(**keys, staleness=0.0)

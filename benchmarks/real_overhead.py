@@ -1,0 +1,79 @@
+"""Real-mode coordination overhead, and measured speedups under injected straggling.
+
+Overhead per iteration = the master's iteration time minus the slowest used
+worker's compute + injected delay (from the recorded timings): dispatch,
+publishing weights, collecting, decoding and the optimizer step. Target: at
+most 10 ms at n = 4 and 8 (issue #4). Then every variant of a scenario (default
+scenarios/cifar10.yaml, synthetic data unless --data-dir) runs for real, and the
+speedup of each coded scheme over uncoded training is reported.
+
+    python benchmarks/real_overhead.py [--iterations 40] [--data-dir PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gcbench.real.runner import load_data, run_variant, start_ray
+from gcbench.scenario import load_scenario
+from gcbench.scenario.schema import Scenario
+
+
+def overhead(iterations: pd.DataFrame, workers: pd.DataFrame) -> np.ndarray:
+    used = workers[workers["used"]].assign(busy=lambda w: w["compute_end"] - w["compute_start"])
+    slowest = used.groupby("iteration")["busy"].max()
+    return (iterations.set_index("iteration")["duration"] - slowest).to_numpy()
+
+
+def overhead_scenario(n: int, iterations: int) -> Scenario:
+    return Scenario.model_validate(
+        {
+            "name": f"overhead-{n}",
+            "workers": n,
+            "iterations": iterations,
+            "compute": {"per_partition": {"distribution": "deterministic", "value": 0.01}},
+            "variants": [{"scheme": "uncoded", "policy": "wait_all"}],
+            "training": {"dataset": "synthetic", "batch_size": 16 * n, "device": "cpu", "eval_every": 10**6},
+        }
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=40)
+    parser.add_argument("--scenario", type=Path, default=Path("scenarios/cifar10.yaml"))
+    parser.add_argument("--data-dir", default=None, help="a CIFAR-10 copy (default: synthetic data)")
+    args = parser.parse_args()
+    start_ray(None)
+    print("coordination overhead per iteration (ms), after 5 warm-up iterations")
+    for n in (4, 8):
+        scenario = overhead_scenario(n, args.iterations)
+        data = load_data(scenario)
+        table, workers = run_variant(scenario, scenario.variants[0], data, 0)
+        values = overhead(table, workers)[5:] * 1e3
+        print(f"n={n}: median {np.median(values):.1f}  p90 {np.percentile(values, 90):.1f}  mean {values.mean():.1f}")
+    scenario = load_scenario(args.scenario)[0].scenario
+    training = {"dataset": "cifar10" if args.data_dir else "synthetic", "data_dir": args.data_dir}
+    scenario = scenario.model_copy(
+        update={
+            "iterations": args.iterations,
+            "training": scenario.training.model_validate({**scenario.training.model_dump(), **training}),
+        }
+    )
+    data = load_data(scenario)
+    print(f"\n{scenario.name}: mean iteration time under injected straggling ({args.iterations} iterations)")
+    means = {}
+    for variant in scenario.variants:
+        table, _ = run_variant(scenario, variant, data, 0)
+        means[variant.display_label()] = table["duration"].iloc[3:].mean()
+    baseline = next(iter(means.values()))
+    for label, mean in means.items():
+        print(f"{label:<20} {mean * 1e3:8.1f} ms   speedup {baseline / mean:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()
