@@ -124,3 +124,18 @@ def test_sweep_points_are_labelled():
     iterations, _ = simulate_points(points)
     assert sorted(iterations["straggling.slowdown"].unique()) == [2.0, 4.0]
     assert sorted(iterations["point"].unique()) == [0, 1]
+
+
+def test_async_workers_that_crash_on_every_job_still_make_progress():
+    """Crash probability 1 with recovery: each recovered job completes, so the run ends."""
+    failures = {"model": "crash", "probability": 1.0, "downtime": 0.1}
+    v = [{"scheme": "uncoded", "policy": {"name": "k_async", "k": 2}}]
+    iterations, workers = simulate_points([point(variants=v, failures=failures, iterations=20)])
+    assert len(iterations) == 20 and workers["failed"].any()
+
+
+def test_async_with_every_worker_crashed_for_good_is_a_clear_error():
+    failures = {"model": "crash", "probability": 1.0, "downtime": None}
+    v = [{"scheme": "uncoded", "policy": "async"}]
+    with pytest.raises(SimulationStuck, match="can never finish"):
+        simulate_points([point(variants=v, failures=failures, iterations=5)])

@@ -20,7 +20,7 @@ from gcbench.coding import Scheme
 from gcbench.models.draws import draw_run, message_bytes
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.sim.calendar import Calendar
-from gcbench.sim.synchronous import decoding_quality
+from gcbench.sim.synchronous import SimulationStuck, decoding_quality
 from gcbench.sim.tables import RunRecorder
 
 
@@ -50,21 +50,28 @@ class _AsyncRun:
         for column in (self.rec.compute_start, self.rec.compute_end, self.rec.arrival):
             column[:] = np.nan
 
-    def start(self, w: int) -> None:
-        """Worker w starts a job on the current model now (or crashes, and restarts after its downtime)."""
+    def start(self, w: int, may_crash: bool = True) -> None:
+        """Worker w starts a job on the current model now (or crashes, and restarts after its downtime).
+
+        The job a worker starts after recovering does not crash, as in the synchronous
+        engine's redo, so every crash is followed by progress.
+        """
         row = self.jobs[w] % self.iterations
         self.jobs[w] += 1
         now, seconds = self.calendar.now, self.busy[row][w]
-        if self.crash[row][w]:
+        if may_crash and self.crash[row][w]:
             self.rec.failed[min(self.version, self.iterations - 1), w] = True
             if self.downtime is not None:
-                self.calendar.schedule(self.downtime, self.start, w)
+                self.calendar.schedule(self.downtime, self._recover, w)
             return
         job = (w, row, now, now + seconds, self.version)
         if self.shared:
             self.calendar.schedule(seconds + self.latency, self._reach_link, job)
         else:
             self.calendar.schedule(seconds + self.latency + self.transfer, self._arrive, job)
+
+    def _recover(self, w: int) -> None:
+        self.start(w, may_crash=False)
 
     def _reach_link(self, job: tuple) -> None:
         now = self.calendar.now
@@ -110,6 +117,11 @@ def simulate_asynchronous(scenario: Scenario, variant: Variant, scheme: Scheme, 
     for w in range(scenario.workers):
         run.start(w)
     run.calendar.run()
+    if run.version < scenario.iterations:
+        raise SimulationStuck(
+            f"variant '{variant.display_label()}': update {run.version} can never finish "
+            f"(every worker crashed for good); give failures.downtime."
+        )
     rec = run.record()
     decoding_quality(rec, scheme)
     return rec
