@@ -13,6 +13,8 @@ import yaml
 from pydantic import ValidationError
 
 from gcbench.errors import GcbenchError
+from gcbench.models.distributions import DISTRIBUTIONS
+from gcbench.policies.union import POLICY_NAMES
 from gcbench.scenario.schema import Scenario
 
 
@@ -102,11 +104,8 @@ def format_problem(error: dict[str, Any]) -> str:
     return f"{location}: {message}" if location else message
 
 
-_TAGS = {
-    "deterministic", "exponential", "shifted_exponential", "pareto", "lognormal", "weibull", "empirical",
-    "mixture", "none", "independent", "markov", "fixed", "crash",
-    "wait_all", "decodable", "fastest_k", "deadline", "k_async", "k_batch_async", "async",
-}  # fmt: skip
+# union tags pydantic puts into error locations; they are not field names
+_TAGS = set(DISTRIBUTIONS) | set(POLICY_NAMES) | {"none", "independent", "markov", "fixed", "crash"}
 
 
 def sweep_grid(sweep: dict[str, list[Any]]) -> list[dict[str, Any]]:
