@@ -60,7 +60,8 @@ class RayMaster:
             "samples": len(data.train_labels), "batch_size": training.batch_size, "straggling": scenario.straggling,
         }  # fmt: skip
         spec = {"name": scheme.name, "n": scheme.n, "s": scheme.s, "params": dict(scheme.params)}
-        actor = ray.remote(max_concurrency=2, num_cpus=0)(GradientWorker)
+        # abandon runs in its own thread ("control"), so it never waits behind queued computes
+        actor = ray.remote(concurrency_groups={"control": 1}, num_cpus=0)(GradientWorker)
         self.actors = []
         for w in range(scheme.n):
             held = {j: ray.get(shards[j]) for j in scheme.partitions(w)}
@@ -77,7 +78,7 @@ class RayMaster:
     def step(self, t: int) -> Step:
         """Run iteration t: dispatch, collect until the policy stops, decode, and update the model."""
         ray, scheme, policy = self.ray, self.scheme, self.variant.policy
-        weights = ray.put(flat_parameters(self.model))  # published once, fetched by every worker
+        weights = ray.put(flat_parameters(self.model).numpy())  # published once, shared by every worker
         start = time.time()
         futures = {a.compute.remote(t, weights, bool(self.straggling[t, w])): w for w, a in enumerate(self.actors)}
         pending, received, order, arrivals, timings = list(futures), {}, [], {}, {}
@@ -104,7 +105,7 @@ class RayMaster:
             reason = policy.stop_now(scheme, order, elapsed, not pending)
         if self.scenario.stale_work == "abandon":
             for ref in pending:
-                self.actors[futures[ref]].abandon.remote(t)
+                self.actors[futures[ref]].abandon.options(concurrency_group="control").remote(t)
         gradient, exact, residual = self._decode(received, order)
         apply_gradient(self.model, self.optimizer, gradient)
         end = time.time()
@@ -118,7 +119,7 @@ class RayMaster:
 
     def _decode(self, received: dict, order: list[int]) -> tuple[torch.Tensor, bool, float]:
         exact = self.scheme.exact and self.scheme.can_decode(order)
-        gradient = self.scheme.decode(received, d=self.d, approximate=not exact)
+        gradient = torch.from_numpy(self.scheme.decode(received, d=self.d, approximate=not exact))
         residual = 0.0 if exact else self.scheme.approximate_decoding(order).residual
         return gradient, exact, residual
 

@@ -1,9 +1,10 @@
 """A Ray worker: holds the data of its partitions, computes their gradients, encodes, sleeps injected straggling.
 
 Ray does not interrupt a running actor task, so abandonment is cooperative: the
-master calls ``abandon`` (run concurrently, the actor has two threads), and the
-running ``compute`` checks the flag between partitions and while it sleeps. A
-lock keeps the next iteration's ``compute`` from overlapping a stale one.
+master calls ``abandon`` in the actor's "control" concurrency group (its own
+thread, so it never queues behind computes), and the running ``compute`` checks
+the flag between partitions and while it sleeps. Computes run one at a time in
+the default group; the lock only guards against a caller that sets it otherwise.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ SLEEP_SLICE = 0.005  # seconds between abandonment checks while sleeping an inje
 
 
 class GradientWorker:
-    """Wrapped with ray.remote(max_concurrency=2) by the master."""
+    """Wrapped with ray.remote(concurrency_groups={"control": 1}) by the master."""
 
     def __init__(self, worker: int, scheme: dict, shards: dict[int, tuple], setup: dict[str, Any]) -> None:
         torch.set_num_threads(setup.get("threads", 1))
@@ -42,14 +43,15 @@ class GradientWorker:
         """Stop working on this iteration (and earlier ones)."""
         self.abandon_below = max(self.abandon_below, iteration + 1)
 
-    def compute(self, iteration: int, weights: torch.Tensor, straggling: bool) -> dict[str, Any]:
+    def compute(self, iteration: int, weights: np.ndarray, straggling: bool) -> dict[str, Any]:
         with self.lock:
             return self._compute(iteration, weights, straggling)
 
-    def _compute(self, iteration: int, weights: torch.Tensor, straggling: bool) -> dict[str, Any]:
+    def _compute(self, iteration: int, weights: np.ndarray, straggling: bool) -> dict[str, Any]:
+        # weights and messages travel as numpy arrays: Ray shares them without pickling
         start = time.time()
         result = {"worker": self.worker, "iteration": iteration, "compute_start": start, "abandoned": True}
-        load_flat_parameters(self.model, weights.to(self.device))
+        load_flat_parameters(self.model, torch.tensor(weights, device=self.device))
         grads, losses = {}, {}
         for j in self.scheme.partitions(self.worker):
             if self.abandon_below > iteration:
@@ -60,7 +62,7 @@ class GradientWorker:
                 self.model, images[local], labels[local], self.sampler.batch_size, self.device
             )
         computed = time.time()
-        messages = [m.cpu() for m in self.scheme.encode(self.worker, grads)]
+        messages = [m.cpu().numpy() for m in self.scheme.encode(self.worker, grads)]
         load = np.array([len(grads)], dtype=float)
         delay = float(self.straggling.penalty(np.array([computed - start]), load, np.array([straggling]))[0])
         while time.time() < computed + delay:
