@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -31,7 +33,8 @@ def apply() -> None:
 
 
 def scheme_colour(scheme: str):
-    index = SCHEMES.index(scheme) if scheme in SCHEMES else len(SCHEMES) + hash(scheme) % 3
+    # crc32, not hash(): str hashes change between processes, colours must not
+    index = SCHEMES.index(scheme) if scheme in SCHEMES else len(SCHEMES) + zlib.crc32(scheme.encode()) % 3
     return _PALETTE[index % len(_PALETTE)]
 
 
