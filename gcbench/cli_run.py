@@ -30,12 +30,6 @@ def real_points(path: Path, iterations: int | None, training: dict[str, Any]) ->
         scenario = scenario.model_copy(update={"training": merged})
     if iterations is not None:
         scenario = scenario.model_copy(update={"iterations": iterations})
-    asynchronous = [v.display_label() for v in scenario.variants if not v.policy.synchronous]
-    if asynchronous:
-        names = ", ".join(asynchronous)
-        raise GcbenchError(
-            f"{path}: asynchronous policies do not run for real yet ({names}); simulate them with --sim."
-        )
     return [SweepPoint({}, scenario)]
 
 

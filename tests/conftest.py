@@ -21,3 +21,12 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"{SHARED_DATA} is absent: the shared development data is only on gcbench's dev machines")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def local_ray():
+    """One local Ray instance for every real-mode test (starting one takes seconds)."""
+    ray = pytest.importorskip("ray", reason="ray is part of the [real] extra")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    yield ray
+    ray.shutdown()

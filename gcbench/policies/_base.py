@@ -33,8 +33,10 @@ class SynchronousPolicy(Config):
     def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
         """Online (real master): the stop reason if the master should stop with these messages now, else None.
 
-        ``received`` are message ids in arrival order. Called after each arrival,
-        and at ``wake_at()`` when that is finite. Must agree with ``stop_times``.
+        ``received`` are message ids in arrival order; ``all_arrived``: no further
+        message can arrive this iteration (every sender answered, or the rest
+        crashed for good). Called after each arrival, and at ``wake_at()`` when
+        that is finite. Must agree with ``stop_times``.
         """
         raise NotImplementedError
 

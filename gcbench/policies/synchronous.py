@@ -22,7 +22,11 @@ class WaitAll(SynchronousPolicy):
         return self._fallback(stop, np.full(len(stop), "all_arrived", dtype=object), arrivals)
 
     def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
-        return "all_arrived" if all_arrived else None
+        if not all_arrived:
+            return None
+        if len(set(received)) == len(scheme.message_owner):
+            return "all_arrived"
+        return "fallback_approximate" if self.fallback == "approximate" and received else None
 
 
 class Decodable(SynchronousPolicy):
@@ -80,8 +84,8 @@ class Deadline(SynchronousPolicy):
         return PolicyOutcome(stop, reason)
 
     def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
-        if elapsed < self.deadline and not all_arrived:
-            return None
+        if elapsed < self.deadline and len(set(received)) < len(scheme.message_owner):
+            return None  # before the deadline only a complete set stops the wait
         if scheme.can_decode(received):
             return "deadline" if elapsed <= self.deadline else "fallback_wait"
         if self.fallback == "approximate":

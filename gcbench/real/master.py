@@ -1,31 +1,37 @@
-"""The master (parameter server) on Ray: dispatch, wait as the policy says, decode, step, publish weights once."""
+"""The master (parameter server) on Ray: dispatch, wait as the policy says, decode, step, publish weights once.
+
+``RayMaster`` holds what every policy shares (model, optimizer, the run's random
+draws, the workers, decoding); ``steps`` runs synchronous iterations. The
+asynchronous policies run in ``gcbench.real.asynchronous``.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from gcbench.coding import Scheme
-from gcbench.errors import GcbenchError
 from gcbench.models.draws import draw_run
 from gcbench.real.batches import PartitionSampler
+from gcbench.real.cluster import ClusterStuck, Event, WorkerCluster
 from gcbench.real.data import Dataset
 from gcbench.real.gradients import apply_gradient, flat_parameters
 from gcbench.real.local import make_optimizer
 from gcbench.real.models import build_model
-from gcbench.real.worker import GradientWorker
 from gcbench.scenario.schema import Scenario, Variant
 
+__all__ = ["ClusterStuck", "RayMaster", "Step"]
 
-class ClusterStuck(GcbenchError):
-    """No decodable set of messages arrived within the timeout."""
+DRAIN_SECONDS = 5.0  # at the end of a run, how long to wait for abandoned work to report its timings
 
 
 @dataclass
 class Step:
-    """One iteration as the master saw it (times are seconds since the run's origin)."""
+    """One iteration (or asynchronous update) as the master saw it; times are wall-clock seconds."""
 
     gradient: torch.Tensor
     start: float
@@ -34,12 +40,15 @@ class Step:
     exact: bool
     residual: float
     loss: float
-    arrivals: dict[int, float] = field(default_factory=dict)
-    timings: dict[int, dict] = field(default_factory=dict)
+    arrivals: dict[int, float] = field(default_factory=dict)  # worker -> seconds after start
+    timings: dict[int, dict] = field(default_factory=dict)  # worker -> its used result's timings
+    failed: set[int] = field(default_factory=set)
+    staleness: float = 0.0
+    late: list[dict] = field(default_factory=list)  # timings of earlier iterations' unused work
 
 
 class RayMaster:
-    """Drives n GradientWorker actors through synchronous iterations of one variant."""
+    """Drives n GradientWorker actors through the iterations of one variant."""
 
     def __init__(self, scenario: Scenario, variant: Variant, scheme: Scheme, data: Dataset, seed: int, device: str):
         import ray
@@ -50,72 +59,120 @@ class RayMaster:
         self.model = build_model(training.model, data.classes, seed)
         self.optimizer = make_optimizer(self.model, training)
         self.sampler = PartitionSampler(len(data.train_labels), scheme.k, training.batch_size, seed)
-        self.straggling = draw_run(scenario, scheme, seed).straggling  # the simulator's streams
+        draws = draw_run(scenario, scheme, seed)  # the simulator's streams
+        self.straggling, self.crash = draws.straggling, draws.crash
         self.d = int(sum(p.numel() for p in self.model.parameters()))
-        shards = []
-        for shard in self.sampler.shards:
-            shards.append(ray.put((data.train_images[shard], data.train_labels[shard], int(shard[0]))))
+        shards = [ray.put((data.train_images[s], data.train_labels[s], int(s[0]))) for s in self.sampler.shards]
         setup = {
             "device": device, "model": training.model, "classes": data.classes, "seed": seed,
             "samples": len(data.train_labels), "batch_size": training.batch_size, "straggling": scenario.straggling,
         }  # fmt: skip
-        spec = {"name": scheme.name, "n": scheme.n, "s": scheme.s, "params": dict(scheme.params)}
-        # abandon runs in its own thread ("control"), so it never waits behind queued computes
-        actor = ray.remote(concurrency_groups={"control": 1}, num_cpus=0)(GradientWorker)
-        self.actors = []
-        for w in range(scheme.n):
-            held = {j: ray.get(shards[j]) for j in scheme.partitions(w)}
-            self.actors.append(actor.remote(w, spec, held, setup))
-        self._wait_ready()
+        self.cluster = WorkerCluster(scheme, shards, setup, self.timeout, getattr(scenario.failures, "downtime", None))
+        self.late: list[dict] = []
         self.origin = time.time()
 
-    def _wait_ready(self) -> None:
-        pings = [a.ping.remote() for a in self.actors]
-        ready, _ = self.ray.wait(pings, num_returns=len(pings), timeout=self.timeout)
-        if len(ready) < len(pings):
-            raise ClusterStuck(f"only {len(ready)} of {len(pings)} workers started within {self.timeout:g} s.")
+    @property
+    def actors(self) -> list:
+        return self.cluster.actors
+
+    def steps(self, first: int, last: int) -> Iterator[Step]:
+        for t in range(first, last):
+            yield self.step(t)
 
     def step(self, t: int) -> Step:
         """Run iteration t: dispatch, collect until the policy stops, decode, and update the model."""
-        ray, scheme, policy = self.ray, self.scheme, self.variant.policy
-        weights = ray.put(flat_parameters(self.model).numpy())  # published once, shared by every worker
+        cluster, scheme, policy = self.cluster, self.scheme, self.variant.policy
         start = time.time()
-        futures = {a.compute.remote(t, weights, bool(self.straggling[t, w])): w for w, a in enumerate(self.actors)}
-        pending, received, order, arrivals, timings = list(futures), {}, [], {}, {}
-        wake, reason = policy.wake_at(), None
+        weights = self.ray.put(flat_parameters(self.model).numpy())  # published once, shared by every worker
+        deadline, wake = start + self.timeout, start + policy.wake_at()
+        failed = {w for w in range(scheme.n) if cluster.down(w, start)}
+        todo = [w for w in range(scheme.n) if w not in cluster.dead]  # workers still to send iteration t
+        may_crash = set(todo)  # the failure model's draw applies to a worker's first job of the iteration
+        order, received, arrivals, timings, reason = [], {}, {}, {}, None
         while reason is None:
-            elapsed = time.time() - start
-            budget = min(self.timeout, wake) - elapsed
-            done, pending = ray.wait(pending, num_returns=1, timeout=max(0.0, budget)) if pending else ([], [])
-            elapsed = time.time() - start
-            if not done:
-                if elapsed >= wake:
-                    reason, wake = policy.stop_now(scheme, order, elapsed, not pending), float("inf")
+            now = time.time()
+            for w in [w for w in todo if cluster.available(w, now)]:
+                crash = w in may_crash and bool(self.crash[t, w])
+                may_crash.discard(w)
+                todo.remove(w)
+                cluster.submit(w, t, weights, bool(self.straggling[t, w]), crash, t)
+                if crash:
+                    failed.add(w)
+            if not (todo := [w for w in todo if w not in cluster.dead]) and not cluster.in_flight({t}):
+                now = time.time()
+                reason = policy.stop_now(scheme, order, now - start, True)
+                if reason is None and now < wake < deadline:  # nothing more can arrive; the policy decides at wake
+                    time.sleep(wake - now)
                     continue
-                raise ClusterStuck(
-                    f"iteration {t}: the messages received within {self.timeout:g} s do not decode "
-                    f"({len(received)} of {scheme.n} workers answered); raise training.timeout or check the cluster."
-                )
-            result = ray.get(done[0])
-            if result["abandoned"]:
+                if reason is None:
+                    raise self._stuck(t, received)
+                break
+            event = cluster.next_event(min(deadline, wake, cluster.next_recovery(todo)))
+            now = time.time()
+            if event is None:
+                if now >= wake:
+                    reason, wake = policy.stop_now(scheme, order, now - start, False), float("inf")
+                elif now >= deadline:
+                    raise self._timed_out(t, received)
                 continue
-            w = futures[done[0]]
-            received[w], arrivals[w], timings[w] = result["messages"], elapsed, result
+            if event.kind == "failed":
+                failed.add(event.worker)
+                if event.job is not None and event.job.job == t and event.worker not in cluster.dead:
+                    todo.append(event.worker)  # it redoes iteration t once it is back
+                continue
+            if event.kind != "result" or event.job.job != t:
+                self._note_late(event)
+                continue
+            w = event.worker
+            received[w], arrivals[w], timings[w] = event.result["messages"], event.at - start, event.result
             order += scheme.messages(w)
-            reason = policy.stop_now(scheme, order, elapsed, not pending)
+            nothing_more = not todo and not cluster.in_flight({t})
+            reason = policy.stop_now(scheme, order, event.at - start, nothing_more)
         if self.scenario.stale_work == "abandon":
-            for ref in pending:
-                self.actors[futures[ref]].abandon.options(concurrency_group="control").remote(t)
+            cluster.abandon([job for job in cluster.jobs.values() if job.job == t])
         gradient, exact, residual = self._decode(received, order)
         apply_gradient(self.model, self.optimizer, gradient)
         end = time.time()
+        late, self.late = self.late, []
         loss = self._loss(timings)
-        return Step(gradient, start - self.origin, end - self.origin, reason, exact, residual, loss, arrivals, timings)
+        return Step(gradient, start, end, reason, exact, residual, loss, arrivals, timings, failed, 0.0, late)
+
+    def _note_late(self, event: Event) -> None:
+        """Keep the timings of an earlier job's result (abandoned or finished after its iteration)."""
+        if event.kind != "result":
+            return
+        result = event.result
+        arrival = float("nan") if result["abandoned"] else event.at
+        self.late.append(
+            {"iteration": event.job.job, "worker": event.worker, "compute_start": result["compute_start"],
+             "compute_end": result["ready"], "injected": result["injected"], "arrival": arrival}
+        )  # fmt: skip
+
+    def finish(self) -> list[dict]:
+        """Wait briefly for work still in flight to report its timings; return them."""
+        for event in self.cluster.drain(DRAIN_SECONDS):
+            self._note_late(event)
+        late, self.late = self.late, []
+        return late
+
+    def _stuck(self, t: int, received: dict) -> ClusterStuck:
+        scheme, variant = self.scheme, self.variant
+        return ClusterStuck(
+            f"variant '{variant.display_label()}': iteration {t} can never finish ({len(self.cluster.dead)} of "
+            f"{scheme.n} workers crashed for good, {len(received)} answered; too many for {scheme.name} with "
+            f"s={scheme.s} under {variant.policy.name}); give failures.downtime or policy.fallback: approximate."
+        )
+
+    def _timed_out(self, t: int, received: dict) -> ClusterStuck:
+        return ClusterStuck(
+            f"iteration {t}: the messages received within {self.timeout:g} s do not decode "
+            f"({len(received)} of {self.scheme.n} workers answered); raise training.timeout or check the cluster."
+        )
 
     def _loss(self, timings: dict[int, dict]) -> float:
-        """Mini-batch loss from the partitions the used workers computed (NaN if some partition is missing)."""
+        """Mean loss over the partitions the used results computed (the mini-batch loss when all are covered)."""
         losses = {j: value for result in timings.values() for j, value in result["losses"].items()}
-        return float(sum(losses.values())) if len(losses) == self.scheme.k else float("nan")
+        return float(sum(losses.values()) * self.scheme.k / len(losses)) if losses else float("nan")
 
     def _decode(self, received: dict, order: list[int]) -> tuple[torch.Tensor, bool, float]:
         exact = self.scheme.exact and self.scheme.can_decode(order)
@@ -124,5 +181,11 @@ class RayMaster:
         return gradient, exact, residual
 
     def shutdown(self) -> None:
-        for actor in self.actors:
-            self.ray.kill(actor)
+        self.cluster.shutdown()
+
+
+def coverage(scheme: Scheme, order: list[int]) -> float:
+    """The fraction of the mini-batch an approximate decode represents (1 when exact): mean of W R over T."""
+    decoding = scheme.approximate_decoding(order)
+    target = float(scheme.m * scheme.k)
+    return float(np.clip(1.0 + decoding.error_coefficients.sum() / target, 0.0, None))

@@ -10,11 +10,12 @@ import pandas as pd
 import torch
 
 from gcbench.errors import GcbenchError
+from gcbench.real.asynchronous import AsyncRayMaster
 from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
 from gcbench.real.data import DEFAULT_CACHE, Dataset, cifar10, synthetic
 from gcbench.real.gradients import evaluate
 from gcbench.real.local import train_local
-from gcbench.real.master import RayMaster
+from gcbench.real.master import RayMaster, Step
 from gcbench.real.models import resolve_device
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.schema import Scenario, Variant
@@ -61,7 +62,8 @@ def run_variant(
     state = load_checkpoint(checkpoint) if checkpoint else None
     if state is not None and state["next_iteration"] >= scenario.iterations:  # finished before the interruption
         return _frames(state["rows"], state["workers"], scenario, variant, scheme, seed)
-    master = RayMaster(scenario, variant, scheme, data, seed, str(resolve_device(training.device)))
+    master_class = RayMaster if variant.policy.synchronous else AsyncRayMaster
+    master = master_class(scenario, variant, scheme, data, seed, str(resolve_device(training.device)))
     rows, workers, first = [], [], 0
     if state is not None:
         master.model.load_state_dict(state["model"])
@@ -69,18 +71,19 @@ def run_variant(
         torch.set_rng_state(state["torch_rng"])
         rows, workers, first = state["rows"], state["workers"], state["next_iteration"]
         master.origin -= rows[-1]["end"] if rows else 0.0  # the clock continues from the checkpoint
+    table = WorkerTable(workers, scheme, master.origin)
     try:
-        for t in range(first, scenario.iterations):
-            step = master.step(t)
+        for t, step in enumerate(master.steps(first, scenario.iterations), start=first):
             accuracy = np.nan
             if (t + 1) % training.eval_every == 0 or t == scenario.iterations - 1:
                 accuracy = evaluate(master.model, data.test_images, data.test_labels, torch.device("cpu"))
-            rows.append(_iteration_row(t, step, len(step.arrivals) * scheme.messages_per_worker, accuracy))
-            workers += _worker_rows(t, step, scheme, master.straggling[t], master.origin)
+            rows.append(_iteration_row(t, step, master.origin, scheme, accuracy))
+            table.add(t, step, master.straggling[t])
             if checkpoint and ((t + 1) % training.checkpoint_every == 0 or t == scenario.iterations - 1):
                 save_checkpoint(checkpoint, master.model, master.optimizer, t + 1, rows, workers)
             if progress:
                 progress(t + 1)
+        table.add_late(master.finish())
     finally:
         master.shutdown()
     return _frames(rows, workers, scenario, variant, scheme, seed)
@@ -89,35 +92,57 @@ def run_variant(
 def _frames(rows, workers, scenario, variant, scheme, seed) -> tuple[pd.DataFrame, pd.DataFrame]:
     keys = {"variant": variant.display_label(), "scheme": variant.scheme, "s": variant.s, "m": scheme.m}
     keys.update(policy=variant.policy.name, point=0, seed=seed)
-    iterations = pd.DataFrame(rows).assign(**keys, staleness=0.0)
+    iterations = pd.DataFrame(rows).assign(**keys)
     return iterations, pd.DataFrame(workers).assign(variant=keys["variant"], point=0, seed=seed)
 
 
-def _iteration_row(t: int, step, used: int, accuracy: float) -> dict:
+def _iteration_row(t: int, step: Step, origin: float, scheme, accuracy: float) -> dict:
     return {
-        "iteration": t, "start": step.start, "end": step.end, "duration": step.end - step.start,
-        "messages_used": used, "stop": step.reason, "exact": step.exact, "residual": step.residual,
-        "loss": step.loss, "accuracy": accuracy,
+        "iteration": t, "start": step.start - origin, "end": step.end - origin, "duration": step.end - step.start,
+        "messages_used": len(step.timings) * scheme.messages_per_worker, "stop": step.reason, "exact": step.exact,
+        "residual": step.residual, "staleness": step.staleness, "loss": step.loss, "accuracy": accuracy,
     }  # fmt: skip
 
 
-def _worker_rows(t: int, step, scheme, straggling: np.ndarray, origin: float) -> list[dict]:
-    rows = []
-    for w in range(scheme.n):
-        timing = step.timings.get(w)
-        row = {"iteration": t, "worker": w, "partitions": len(scheme.partitions(w)), "used": timing is not None}
-        row.update(straggling=bool(straggling[w]), failed=False)
-        if timing is None:
+class WorkerTable:
+    """The workers table's rows (one per iteration and worker), kept in ``rows`` as they are built.
+
+    Work the master stopped waiting for reports its timings later (``Step.late``);
+    those fill in the rows of the iteration it belonged to.
+    """
+
+    def __init__(self, rows: list[dict], scheme, origin: float) -> None:
+        self.rows, self.scheme, self.origin = rows, scheme, origin
+        self.index = {(row["iteration"], row["worker"]): row for row in rows}
+
+    def add(self, t: int, step: Step, straggling: np.ndarray) -> None:
+        for w in range(self.scheme.n):
+            timing = step.timings.get(w)
+            row = {"iteration": t, "worker": w, "partitions": len(self.scheme.partitions(w))}
+            row.update(used=timing is not None, straggling=bool(straggling[w]), failed=w in step.failed)
             row.update(compute_start=np.nan, compute_end=np.nan, injected_delay=np.nan, arrival=np.nan)
-        else:
+            if timing is not None:
+                row.update(
+                    compute_start=timing["compute_start"] - self.origin,
+                    compute_end=timing["ready"] - self.origin,
+                    injected_delay=timing["injected"],
+                    arrival=step.start - self.origin + step.arrivals[w],
+                )
+            self.rows.append(row)
+            self.index[(t, w)] = row
+        self.add_late(step.late)
+
+    def add_late(self, late: list[dict]) -> None:
+        for timing in late:
+            row = self.index.get((timing["iteration"], timing["worker"]))
+            if row is None or row["used"]:
+                continue
             row.update(
-                compute_start=timing["compute_start"] - origin,
-                compute_end=timing["ready"] - origin,
+                compute_start=timing["compute_start"] - self.origin,
+                compute_end=timing["compute_end"] - self.origin,
                 injected_delay=timing["injected"],
-                arrival=step.start + step.arrivals[w],
+                arrival=timing["arrival"] - self.origin,
             )
-        rows.append(row)
-    return rows
 
 
 def run_local(scenario: Scenario, data: Dataset, seed: int, progress=None) -> tuple[pd.DataFrame, None]:

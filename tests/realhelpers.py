@@ -1,0 +1,54 @@
+"""Shared pieces of the real-mode tests: a tiny scenario, synthetic data, and the single-process reference."""
+
+from __future__ import annotations
+
+import torch
+
+from gcbench.real.data import synthetic
+from gcbench.real.gradients import flat_parameters, load_flat_parameters, partition_gradient
+from gcbench.real.master import RayMaster
+from gcbench.real.models import build_model
+from gcbench.scenario.build import scheme_for
+from gcbench.scenario.schema import Scenario
+
+DATA = synthetic(train=512, test=64)
+
+
+def scenario(
+    variant: dict, straggling: dict | None = None, workers: int = 4, failures: dict | None = None, iterations: int = 3
+) -> Scenario:
+    return Scenario.model_validate(
+        {
+            "name": "real-test",
+            "workers": workers,
+            "iterations": iterations,
+            "compute": {"per_partition": {"distribution": "deterministic", "value": 0.01}},
+            "straggling": straggling or {"model": "none"},
+            "failures": failures or {"model": "none"},
+            "variants": [variant],
+            "training": {"dataset": "synthetic", "batch_size": 32, "device": "cpu", "timeout": 60},
+        }
+    )
+
+
+def make_master(sc: Scenario, master_class=RayMaster) -> RayMaster:
+    return master_class(sc, sc.variants[0], scheme_for(sc, sc.variants[0]), DATA, seed=0, device="cpu")
+
+
+def current_weights(master: RayMaster) -> torch.Tensor:
+    return flat_parameters(master.model).clone()
+
+
+def reference_gradient(master: RayMaster, weights: torch.Tensor, t: int) -> torch.Tensor:
+    """The single-process gradient of iteration t's whole mini-batch, at the same weights."""
+    model = build_model("small_cnn", DATA.classes, 0)
+    load_flat_parameters(model, weights)
+    batch = master.sampler.batch(t)
+    grad, _ = partition_gradient(
+        model, DATA.train_images[batch], DATA.train_labels[batch], master.sampler.batch_size, torch.device("cpu")
+    )
+    return grad
+
+
+def relative_error(got: torch.Tensor, expected: torch.Tensor) -> float:
+    return float((got - expected).norm() / expected.norm())

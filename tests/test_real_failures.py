@@ -1,0 +1,142 @@
+"""Real failures: the failure model kills worker processes, Ray restarts them, and training goes on.
+
+Within the scheme's tolerance the iteration decodes exactly without the dead
+worker; a worker that comes back redoes the iteration with its data and the
+current weights; beyond the tolerance the run ends with a clear error (or the
+approximate fallback) within seconds, not at the timeout.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from realhelpers import current_weights, make_master, reference_gradient, relative_error, scenario
+
+ray = pytest.importorskip("ray", reason="ray is part of the [real] extra")
+pytestmark = pytest.mark.usefixtures("local_ray")
+
+
+def crash_at(master, cells: list[tuple[int, int]]) -> None:
+    """Replace the drawn crashes: worker w crashes in iteration t for each (t, w)."""
+    master.crash = np.zeros_like(master.crash)
+    for t, w in cells:
+        master.crash[t, w] = True
+
+
+def pid(master, w: int) -> int:
+    return ray.get(master.actors[w].ping.options(max_task_retries=-1).remote(), timeout=60)
+
+
+def test_a_crash_within_tolerance_loses_no_iteration_and_the_worker_comes_back():
+    """CR with s = 1: worker 0's process exits in iteration 1; that iteration decodes exactly without it."""
+    sc = scenario({"scheme": "cr", "s": 1}, failures={"model": "crash", "probability": 0.5, "downtime": 0.0})
+    master = make_master(sc)
+    crash_at(master, [(1, 0)])
+    try:
+        before = pid(master, 0)
+        for t in range(3):
+            weights = current_weights(master)
+            step = master.step(t)
+            assert step.exact and relative_error(step.gradient, reference_gradient(master, weights, t)) < 1e-4
+            if t == 0:
+                assert not step.failed
+            if t == 1:  # (in iteration 2 it may still be restarting)
+                assert step.failed == {0} and 0 not in step.arrivals
+        master.finish()  # the crash may be reported after the last iteration ended
+        assert master.cluster.failures == 1
+        assert pid(master, 0) != before, "the crashed worker's process did not exit"
+    finally:
+        master.shutdown()
+
+
+def test_a_worker_back_from_its_downtime_redoes_the_iteration_with_its_data_and_the_current_weights():
+    """Uncoded, wait for all: worker 2 crashes in iteration 1 and is down 0.5 s; the master waits for its redo."""
+    sc = scenario(
+        {"scheme": "uncoded", "policy": "wait_all"}, failures={"model": "crash", "probability": 0.5, "downtime": 0.5}
+    )
+    master = make_master(sc)
+    crash_at(master, [(1, 2)])
+    try:
+        master.step(0)
+        weights = current_weights(master)
+        step = master.step(1)
+        assert step.reason == "all_arrived" and step.failed == {2} and 2 in step.arrivals
+        assert step.end - step.start >= 0.5, "the worker was used before its downtime ended"
+        assert relative_error(step.gradient, reference_gradient(master, weights, 1)) < 1e-4
+    finally:
+        master.shutdown()
+
+
+def test_a_process_killed_from_outside_is_restarted_given_its_data_and_redoes_the_iteration():
+    """A failure the scenario did not draw (ray.kill of worker 3's actor); wait_all needs worker 3 back."""
+    sc = scenario({"scheme": "uncoded", "policy": "wait_all"})
+    master = make_master(sc)
+    try:
+        master.step(0)
+        before = pid(master, 3)
+        ray.kill(master.actors[3], no_restart=False)
+        for t in (1, 2):
+            weights = current_weights(master)
+            step = master.step(t)
+            assert step.reason == "all_arrived" and 3 in step.arrivals
+            assert relative_error(step.gradient, reference_gradient(master, weights, t)) < 1e-4
+        assert master.cluster.failures >= 1 and pid(master, 3) != before
+    finally:
+        master.shutdown()
+
+
+def test_more_crashes_for_good_than_the_scheme_tolerates_is_a_clear_error_within_seconds():
+    """FR with s = 1 on 4 workers: both workers of one group die for good; the data of that group is gone."""
+    sc = scenario({"scheme": "fr", "s": 1}, failures={"model": "crash", "probability": 0.5, "downtime": None})
+    master = make_master(sc)
+    crash_at(master, [(1, 0), (1, 1)])
+    try:
+        master.step(0)
+        begin = time.time()
+        with pytest.raises(Exception, match="iteration 1 can never finish .*2 of 4 workers crashed for good"):
+            master.step(1)
+        assert time.time() - begin < 20, "the master waited for the timeout instead of seeing the crashes"
+    finally:
+        master.shutdown()
+
+
+def test_beyond_tolerance_the_approximate_fallback_keeps_training():
+    sc = scenario(
+        {"scheme": "fr", "s": 1, "policy": {"name": "decodable", "fallback": "approximate"}},
+        failures={"model": "crash", "probability": 0.5, "downtime": None},
+    )
+    master = make_master(sc)
+    crash_at(master, [(1, 0), (1, 1)])
+    try:
+        master.step(0)
+        for t in (1, 2):
+            step = master.step(t)
+            assert step.reason == "fallback_approximate" and not step.exact and step.residual > 0
+            assert step.failed == {0, 1} and set(step.arrivals) == {2, 3}
+            assert np.isfinite(step.loss)
+    finally:
+        master.shutdown()
+
+
+def test_gcbench_run_records_real_crashes_in_the_failed_column(tmp_path):
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
+    from gcbench.results import read_results
+
+    path = tmp_path / "crashes.yaml"
+    path.write_text(
+        "name: crashes\nworkers: 4\niterations: 6\nseeds: [3]\n"
+        "compute: {per_partition: {distribution: deterministic, value: 0.02}}\n"
+        "failures: {model: crash, probability: 0.08, downtime: 0.1}\n"
+        "variants: [{scheme: cr, s: 1}]\n"
+        "training: {dataset: synthetic, batch_size: 32, device: cpu, timeout: 60}\n"
+    )
+    result = CliRunner().invoke(app, ["run", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    iterations, workers, _ = read_results(tmp_path / "out")
+    assert iterations["iteration"].tolist() == list(range(6))
+    assert workers["failed"].any(), "seed 3 draws crashes; none was recorded"
