@@ -79,11 +79,12 @@ class AsyncRayMaster(RayMaster):
                 continue
             step = self._update(batch, version, previous, failed)
             weights = self.ray.put(flat_parameters(self.model).numpy())
-            version, previous, failed = version + 1, step.end, set()
+            version, failed = version + 1, set()
             if policy.distinct:
                 to_start.update({event.worker: True for event, _ in batch})
             batch = []
             yield step
+            previous = time.time()  # the caller's evaluation and checkpoints are not part of the next update
         cluster.abandon(list(cluster.jobs.values()))
 
     def _update(self, batch: list, version: int, previous: float, failed: set[int]) -> Step:

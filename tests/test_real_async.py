@@ -1,0 +1,114 @@
+"""Asynchronous policies on Ray: updates from k results, workers restarting on the newest model, staleness."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from gcbench.real.asynchronous import AsyncRayMaster
+from gcbench.real.gradients import load_flat_parameters, partition_gradient
+from gcbench.real.models import build_model
+
+from realhelpers import DATA, current_weights, make_master, relative_error, scenario
+
+ray = pytest.importorskip("ray", reason="ray is part of the [real] extra")
+pytestmark = pytest.mark.usefixtures("local_ray")
+
+
+def partition_reference(master, weights: torch.Tensor, batch: int, partition: int) -> torch.Tensor:
+    """The mean-loss gradient of one partition's samples of mini-batch ``batch``."""
+    model = build_model("small_cnn", DATA.classes, 0)
+    load_flat_parameters(model, weights)
+    rows = master.sampler.indices(batch, partition)
+    grad, _ = partition_gradient(
+        model, DATA.train_images[rows], DATA.train_labels[rows], len(rows), torch.device("cpu")
+    )
+    return grad
+
+
+def test_async_applies_each_result_as_a_mean_gradient_and_records_staleness():
+    """async (k = 1), uncoded: update 0 is the first result alone, scaled to a mean over its samples."""
+    sc = scenario({"scheme": "uncoded", "policy": "async"}, iterations=12)
+    master = make_master(sc, AsyncRayMaster)
+    weights = current_weights(master)
+    try:
+        steps = list(master.steps(0, 12))
+    finally:
+        master.shutdown()
+    first = steps[0]
+    (worker,) = first.timings
+    expected = partition_reference(master, weights, 0, worker)
+    assert first.reason == "k_results" and first.staleness == 0 and not first.exact
+    assert relative_error(first.gradient, expected) < 1e-4
+    assert all(len(step.timings) == 1 for step in steps)
+    assert np.mean([step.staleness for step in steps]) > 0, "workers restarted on the newest model only"
+    assert all(step.end >= step.start for step in steps) and all(np.isfinite(step.loss) for step in steps)
+
+
+def test_k_async_waits_for_k_distinct_workers():
+    sc = scenario({"scheme": "fr", "s": 1, "policy": {"name": "k_async", "k": 2}}, iterations=6)
+    master = make_master(sc, AsyncRayMaster)
+    try:
+        steps = list(master.steps(0, 6))
+    finally:
+        master.shutdown()
+    assert len(steps) == 6 and all(len(step.timings) == 2 for step in steps)
+    # two FR workers of one group carry the same partitions: then the update decodes exactly
+    assert any(step.exact for step in steps) or all(step.residual > 0 for step in steps)
+
+
+def test_an_async_worker_that_crashes_comes_back_and_every_update_happens():
+    sc = scenario(
+        {"scheme": "uncoded", "policy": {"name": "k_batch_async", "k": 2}},
+        failures={"model": "crash", "probability": 0.5, "downtime": 0.0},
+        iterations=8,
+    )
+    master = make_master(sc, AsyncRayMaster)
+    master.crash = np.zeros_like(master.crash)
+    master.crash[1, 2] = True  # worker 2's second job
+    try:
+        steps = list(master.steps(0, 8))
+        master.finish()
+    finally:
+        master.shutdown()
+    assert len(steps) == 8 and any(2 in step.failed for step in steps)
+    assert master.cluster.failures == 1
+
+
+def test_async_with_every_worker_dead_for_good_is_a_clear_error():
+    sc = scenario(
+        {"scheme": "uncoded", "policy": "async"},
+        workers=2,
+        failures={"model": "crash", "probability": 0.5, "downtime": None},
+        iterations=4,
+    )
+    master = make_master(sc, AsyncRayMaster)
+    master.crash = np.ones_like(master.crash)
+    try:
+        with pytest.raises(Exception, match="every worker crashed for good"):
+            list(master.steps(0, 4))
+    finally:
+        master.shutdown()
+
+
+def test_gcbench_run_trains_asynchronous_policies_and_records_staleness(tmp_path):
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
+    from gcbench.results import read_results
+
+    path = tmp_path / "async.yaml"
+    path.write_text(
+        "name: async\nworkers: 4\niterations: 8\n"
+        "compute: {per_partition: {distribution: exponential, rate: 20}}\n"
+        "variants: [{scheme: uncoded, policy: async}, {scheme: uncoded, policy: {name: k_async, k: 2}}]\n"
+        "training: {dataset: synthetic, batch_size: 32, device: cpu, eval_every: 4}\n"
+    )
+    result = CliRunner().invoke(app, ["run", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    iterations, workers, _ = read_results(tmp_path / "out")
+    assert len(iterations) == 16 and (iterations["stop"] == "k_results").all()
+    assert iterations.groupby("variant")["staleness"].mean().gt(0).any()
+    used = workers[workers["used"]].groupby(["variant", "iteration"]).size()
+    assert used.xs("uncoded/async", level="variant").eq(1).all()
