@@ -7,7 +7,7 @@ most 10 ms at n = 4 and 8 (issue #4). Then every variant of a scenario (default
 scenarios/cifar10.yaml, synthetic data unless --data-dir) runs for real, and the
 speedup of each coded scheme over uncoded training is reported.
 
-    python benchmarks/real_overhead.py [--iterations 40] [--data-dir PATH]
+    python benchmarks/real_overhead.py [--iterations 40] [--data-dir PATH] [--overhead-only]
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=40)
     parser.add_argument("--scenario", type=Path, default=Path("scenarios/cifar10.yaml"))
     parser.add_argument("--data-dir", default=None, help="a CIFAR-10 copy (default: synthetic data)")
+    parser.add_argument("--overhead-only", action="store_true", help="skip the speedup runs")
     args = parser.parse_args()
     start_ray(None)
     print("coordination overhead per iteration (ms), after 5 warm-up iterations")
@@ -56,6 +57,8 @@ def main() -> None:
         table, workers = run_variant(scenario, scenario.variants[0], data, 0)
         values = overhead(table, workers)[5:] * 1e3
         print(f"n={n}: median {np.median(values):.1f}  p90 {np.percentile(values, 90):.1f}  mean {values.mean():.1f}")
+    if args.overhead_only:
+        return
     scenario = load_scenario(args.scenario)[0].scenario
     training = {"dataset": "cifar10" if args.data_dir else "synthetic", "data_dir": args.data_dir}
     scenario = scenario.model_copy(

@@ -22,7 +22,6 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from gcbench.real.gradients import apply_gradient, flat_parameters
 from gcbench.real.master import ClusterStuck, RayMaster, Step, coverage
 
 
@@ -36,7 +35,7 @@ class AsyncRayMaster(RayMaster):
         serial = 0  # job ids, increasing, for abandon
         version_of: dict[int, int] = {}  # job id -> model version it started from
         to_start = {w: True for w in range(scheme.n)}  # worker -> whether its next job may crash
-        weights = self.ray.put(flat_parameters(self.model).numpy())
+        weights = self.ray.put(self.flat.weights())
         version, batch, failed = first, [], set()
         previous = progress = time.time()
         while version < last:
@@ -78,7 +77,7 @@ class AsyncRayMaster(RayMaster):
             if len(batch) < policy.batch:
                 continue
             step = self._update(batch, version, previous, failed)
-            weights = self.ray.put(flat_parameters(self.model).numpy())
+            weights = self.ray.put(self.flat.weights())
             version, failed = version + 1, set()
             if policy.distinct:
                 to_start.update({event.worker: True for event, _ in batch})
@@ -96,7 +95,7 @@ class AsyncRayMaster(RayMaster):
         gradient, exact, residual = self._decode(received, order)
         if not exact:
             gradient = gradient / max(coverage(self.scheme, order), 1e-12)
-        apply_gradient(self.model, self.optimizer, gradient)
+        self.flat.step(gradient)
         end = time.time()
         timings = {event.worker: event.result for event, _ in batch}
         arrivals = {event.worker: event.at - previous for event, _ in batch}

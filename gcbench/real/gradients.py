@@ -45,13 +45,39 @@ def partition_gradient(
     return grad.detach(), float(loss.detach())
 
 
-def apply_gradient(model: nn.Module, optimizer: torch.optim.Optimizer, flat_grad: torch.Tensor) -> None:
-    """Write a flat gradient into the parameters' .grad and take an optimizer step."""
+def share_flat_storage(model: nn.Module) -> torch.Tensor:
+    """Make the model's parameters views of one new flat tensor (holding their values) and return it."""
+    flat = flat_parameters(model).clone()
     offset = 0
     for p in model.parameters():
-        p.grad = flat_grad[offset : offset + p.numel()].view_as(p).to(p.dtype).clone()
+        p.data = flat[offset : offset + p.numel()].view_as(p)
         offset += p.numel()
-    optimizer.step()
+    return flat
+
+
+class FlatModel:
+    """A model whose parameters are views of one flat tensor, which the optimizer steps as a whole.
+
+    SGD with momentum and weight decay is elementwise, so one step on the flat
+    tensor is exactly a step on every parameter; it costs a few vector operations
+    instead of several per parameter, and publishing the weights copies nothing.
+    """
+
+    def __init__(self, model: nn.Module, training) -> None:
+        self.model = model
+        self.flat = nn.Parameter(share_flat_storage(model))
+        self.optimizer = torch.optim.SGD(
+            [self.flat], lr=training.learning_rate, momentum=training.momentum, weight_decay=training.weight_decay
+        )
+
+    def step(self, flat_grad: torch.Tensor) -> None:
+        """One optimizer step with this flat gradient."""
+        self.flat.grad = flat_grad.to(device=self.flat.device, dtype=self.flat.dtype)
+        self.optimizer.step()
+
+    def weights(self) -> np.ndarray:
+        """The current weights as one numpy vector (a view: publish it before the next step)."""
+        return self.flat.detach().cpu().numpy()
 
 
 @torch.no_grad()

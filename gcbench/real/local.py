@@ -11,15 +11,9 @@ import torch
 
 from gcbench.real.batches import PartitionSampler
 from gcbench.real.data import Dataset
-from gcbench.real.gradients import apply_gradient, evaluate, partition_gradient
+from gcbench.real.gradients import FlatModel, evaluate, partition_gradient
 from gcbench.real.models import build_model
 from gcbench.scenario.schema import Training
-
-
-def make_optimizer(model: torch.nn.Module, training: Training) -> torch.optim.Optimizer:
-    return torch.optim.SGD(
-        model.parameters(), lr=training.learning_rate, momentum=training.momentum, weight_decay=training.weight_decay
-    )
 
 
 def train_local(
@@ -33,7 +27,7 @@ def train_local(
 ) -> pd.DataFrame:
     """Train for some iterations on the full mini-batch; one row per iteration (schema + loss, accuracy)."""
     model = build_model(training.model, data.classes, seed).to(device)
-    optimizer = make_optimizer(model, training)
+    flat = FlatModel(model, training)
     sampler = PartitionSampler(len(data.train_labels), partitions, training.batch_size, seed)
     rows, origin = [], time.perf_counter()
     for t in range(iterations):
@@ -42,7 +36,7 @@ def train_local(
         grad, loss = partition_gradient(
             model, data.train_images[batch], data.train_labels[batch], sampler.batch_size, device
         )
-        apply_gradient(model, optimizer, grad)
+        flat.step(grad)
         end = time.perf_counter() - origin
         accuracy = np.nan
         if (t + 1) % training.eval_every == 0 or t == iterations - 1:

@@ -19,8 +19,7 @@ from gcbench.models.draws import draw_run
 from gcbench.real.batches import PartitionSampler
 from gcbench.real.cluster import ClusterStuck, Event, WorkerCluster
 from gcbench.real.data import Dataset
-from gcbench.real.gradients import apply_gradient, flat_parameters
-from gcbench.real.local import make_optimizer
+from gcbench.real.gradients import FlatModel
 from gcbench.real.models import build_model
 from gcbench.scenario.schema import Scenario, Variant
 
@@ -57,7 +56,8 @@ class RayMaster:
         training = scenario.training
         self.timeout = training.timeout
         self.model = build_model(training.model, data.classes, seed)
-        self.optimizer = make_optimizer(self.model, training)
+        self.flat = FlatModel(self.model, training)
+        self.optimizer = self.flat.optimizer
         self.sampler = PartitionSampler(len(data.train_labels), scheme.k, training.batch_size, seed)
         draws = draw_run(scenario, scheme, seed)  # the simulator's streams
         self.straggling, self.crash = draws.straggling, draws.crash
@@ -83,7 +83,7 @@ class RayMaster:
         """Run iteration t: dispatch, collect until the policy stops, decode, and update the model."""
         cluster, scheme, policy = self.cluster, self.scheme, self.variant.policy
         start = time.time()
-        weights = self.ray.put(flat_parameters(self.model).numpy())  # published once, shared by every worker
+        weights = self.ray.put(self.flat.weights())  # published once, shared by every worker
         deadline, wake = start + self.timeout, start + policy.wake_at()
         failed = {w for w in range(scheme.n) if cluster.down(w, start)}
         todo = [w for w in range(scheme.n) if w not in cluster.dead]  # workers still to send iteration t
@@ -131,7 +131,7 @@ class RayMaster:
         if self.scenario.stale_work == "abandon":
             cluster.abandon([job for job in cluster.jobs.values() if job.job == t])
         gradient, exact, residual = self._decode(received, order)
-        apply_gradient(self.model, self.optimizer, gradient)
+        self.flat.step(gradient)
         end = time.time()
         late, self.late = self.late, []
         loss = self._loss(timings)

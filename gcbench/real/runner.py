@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -72,11 +74,14 @@ def run_variant(
         rows, workers, first = state["rows"], state["workers"], state["next_iteration"]
         master.origin -= rows[-1]["end"] if rows else 0.0  # the clock continues from the checkpoint
     table = WorkerTable(workers, scheme, master.origin)
+    evaluation_threads = torch.get_num_threads()
     try:
+        torch.set_num_threads(master_threads(scheme.n))
         for t, step in enumerate(master.steps(first, scenario.iterations), start=first):
             accuracy = np.nan
             if (t + 1) % training.eval_every == 0 or t == scenario.iterations - 1:
-                accuracy = evaluate(master.model, data.test_images, data.test_labels, torch.device("cpu"))
+                with torch_threads(evaluation_threads):
+                    accuracy = evaluate(master.model, data.test_images, data.test_labels, torch.device("cpu"))
             rows.append(_iteration_row(t, step, master.origin, scheme, accuracy))
             table.add(t, step, master.straggling[t])
             if checkpoint and ((t + 1) % training.checkpoint_every == 0 or t == scenario.iterations - 1):
@@ -85,8 +90,32 @@ def run_variant(
                 progress(t + 1)
         table.add_late(master.finish())
     finally:
+        torch.set_num_threads(evaluation_threads)
         master.shutdown()
     return _frames(rows, workers, scenario, variant, scheme, seed)
+
+
+def master_threads(workers: int) -> int:
+    """Torch threads for the master's decode and step: the cores its local workers leave free.
+
+    On a single-node cluster the workers share this machine's cores; spare
+    OpenMP threads in the master would only spin against them.
+    """
+    import ray
+
+    if len([node for node in ray.nodes() if node.get("Alive")]) > 1:
+        return torch.get_num_threads()
+    return max(1, (os.cpu_count() or 1) - workers)
+
+
+@contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def _frames(rows, workers, scenario, variant, scheme, seed) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -26,7 +26,7 @@ import torch
 
 from gcbench.coding import make_scheme
 from gcbench.real.batches import PartitionSampler
-from gcbench.real.gradients import load_flat_parameters, partition_gradient
+from gcbench.real.gradients import partition_gradient, share_flat_storage
 from gcbench.real.models import build_model
 
 SLEEP_SLICE = 0.005  # seconds between abandonment checks while sleeping an injected delay
@@ -47,6 +47,7 @@ class GradientWorker:
         self.shards: dict[int, tuple] | None = None  # partition -> (images, labels, shard offset), from load
         self.device = torch.device(setup["device"])
         self.model = build_model(setup["model"], setup["classes"], setup["seed"]).to(self.device)
+        self.flat = share_flat_storage(self.model)  # loading weights is one copy
         self.sampler = PartitionSampler(setup["samples"], self.scheme.k, setup["batch_size"], setup["seed"])
         self.straggling = setup["straggling"]
         self.abandon_below = -1
@@ -82,7 +83,7 @@ class GradientWorker:
         # weights and messages travel as numpy arrays: Ray shares them without pickling
         start = time.time()
         result = {"worker": self.worker, "iteration": iteration, "compute_start": start, "abandoned": True}
-        load_flat_parameters(self.model, torch.tensor(weights, device=self.device))
+        self._load_weights(weights)
         grads, losses = {}, {}
         for j in self.scheme.partitions(self.worker):
             if self.abandon_below > iteration:
@@ -104,6 +105,12 @@ class GradientWorker:
             abandoned=False, messages=messages, losses=losses, compute_end=computed, injected=delay, ready=time.time()
         )
         return result
+
+    def _load_weights(self, weights: np.ndarray) -> None:
+        if self.device.type == "cpu":
+            self.flat.numpy()[:] = weights  # weights is a read-only view of the object store
+        else:
+            self.flat.copy_(torch.from_numpy(weights.copy()).to(self.device, non_blocking=True))
 
     @staticmethod
     def _abandoned(result: dict[str, Any], slept: float) -> dict[str, Any]:
