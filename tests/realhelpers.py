@@ -15,7 +15,12 @@ DATA = synthetic(train=512, test=64)
 
 
 def scenario(
-    variant: dict, straggling: dict | None = None, workers: int = 4, failures: dict | None = None, iterations: int = 3
+    variant: dict,
+    straggling: dict | None = None,
+    workers: int = 4,
+    failures: dict | None = None,
+    iterations: int = 3,
+    training: dict | None = None,
 ) -> Scenario:
     return Scenario.model_validate(
         {
@@ -26,7 +31,7 @@ def scenario(
             "straggling": straggling or {"model": "none"},
             "failures": failures or {"model": "none"},
             "variants": [variant],
-            "training": {"dataset": "synthetic", "batch_size": 32, "device": "cpu", "timeout": 60},
+            "training": {"dataset": "synthetic", "batch_size": 32, "device": "cpu", "timeout": 60, **(training or {})},
         }
     )
 
@@ -40,14 +45,20 @@ def current_weights(master: RayMaster) -> torch.Tensor:
 
 
 def reference_gradient(master: RayMaster, weights: torch.Tensor, t: int) -> torch.Tensor:
-    """The single-process gradient of iteration t's whole mini-batch, at the same weights."""
-    model = build_model("small_cnn", DATA.classes, 0)
+    """The single-process gradient of iteration t's whole mini-batch, at the same weights.
+
+    It is summed over the scheme's partitions, as the workers compute it: for a
+    model without BatchNorm that is the gradient of the whole mini-batch; with
+    BatchNorm each partition normalises with its own batch statistics.
+    """
+    model = build_model(master.scenario.training.model, DATA.classes, 0)
     load_flat_parameters(model, weights)
-    batch = master.sampler.batch(t)
-    grad, _ = partition_gradient(
-        model, DATA.train_images[batch], DATA.train_labels[batch], master.sampler.batch_size, torch.device("cpu")
-    )
-    return grad
+    total = torch.zeros_like(weights)
+    for j in range(master.scheme.k):
+        rows = master.sampler.indices(t, j)
+        images, labels = DATA.train_images[rows], DATA.train_labels[rows]
+        total += partition_gradient(model, images, labels, master.sampler.batch_size, torch.device("cpu"))[0]
+    return total
 
 
 def relative_error(got: torch.Tensor, expected: torch.Tensor) -> float:

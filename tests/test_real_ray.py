@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from realhelpers import current_weights, make_master, reference_gradient, relative_error, scenario
+from realhelpers import DATA, current_weights, make_master, reference_gradient, relative_error, scenario
 
 ray = pytest.importorskip("ray", reason="ray is part of the [real] extra")
 pytestmark = pytest.mark.usefixtures("local_ray")
@@ -43,6 +43,24 @@ def test_decoded_gradient_equals_the_single_process_gradient(variant):
             assert relative_error(step.gradient, expected) < 1e-4
     finally:
         master.shutdown()
+
+
+def test_resnet18_decodes_exactly_and_the_master_evaluates_with_calibrated_batch_norm():
+    from gcbench.real.runner import evaluate_master
+
+    sc = scenario({"scheme": "fr", "s": 1}, workers=2, training={"model": "resnet18", "batch_size": 8})
+    master = make_master(sc)
+    try:
+        for t in range(2):
+            weights = current_weights(master)
+            step = master.step(t)
+            assert step.exact and relative_error(step.gradient, reference_gradient(master, weights, t)) < 1e-4
+    finally:
+        master.shutdown()
+    norm = master.model.bn1
+    assert float(norm.running_var.sub(1).abs().max()) == 0.0, "the master ran forward passes"
+    accuracy = evaluate_master(master.model, DATA, 8)
+    assert 0.0 <= accuracy <= 1.0 and float(norm.running_var.sub(1).abs().max()) > 0, "BatchNorm was not calibrated"
 
 
 def test_an_abandoned_straggler_does_not_slow_the_next_iteration():

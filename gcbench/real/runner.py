@@ -15,7 +15,7 @@ from gcbench.errors import GcbenchError
 from gcbench.real.asynchronous import AsyncRayMaster
 from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
 from gcbench.real.data import DEFAULT_CACHE, Dataset, cifar10, synthetic
-from gcbench.real.gradients import evaluate
+from gcbench.real.gradients import evaluate, recalibrate_batch_norm
 from gcbench.real.local import train_local
 from gcbench.real.master import RayMaster, Step
 from gcbench.real.models import resolve_device
@@ -81,7 +81,7 @@ def run_variant(
             accuracy = np.nan
             if (t + 1) % training.eval_every == 0 or t == scenario.iterations - 1:
                 with torch_threads(evaluation_threads):
-                    accuracy = evaluate(master.model, data.test_images, data.test_labels, torch.device("cpu"))
+                    accuracy = evaluate_master(master.model, data, training.batch_size)
             rows.append(_iteration_row(t, step, master.origin, scheme, accuracy))
             table.add(t, step, master.straggling[t])
             if checkpoint and ((t + 1) % training.checkpoint_every == 0 or t == scenario.iterations - 1):
@@ -93,6 +93,13 @@ def run_variant(
         torch.set_num_threads(evaluation_threads)
         master.shutdown()
     return _frames(rows, workers, scenario, variant, scheme, seed)
+
+
+def evaluate_master(model: torch.nn.Module, data: Dataset, batch_size: int) -> float:
+    """Test accuracy of the master's model (on the CPU), with its BatchNorm statistics set first."""
+    cpu = torch.device("cpu")
+    recalibrate_batch_norm(model, data.train_images, cpu, chunk=batch_size)
+    return evaluate(model, data.test_images, data.test_labels, cpu)
 
 
 def master_threads(workers: int) -> int:
