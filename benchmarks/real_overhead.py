@@ -29,7 +29,7 @@ def overhead(iterations: pd.DataFrame, workers: pd.DataFrame) -> np.ndarray:
     return (iterations.set_index("iteration")["duration"] - slowest).to_numpy()
 
 
-def overhead_scenario(n: int, iterations: int) -> Scenario:
+def overhead_scenario(n: int, iterations: int, samples: int = 16) -> Scenario:
     return Scenario.model_validate(
         {
             "name": f"overhead-{n}",
@@ -37,7 +37,7 @@ def overhead_scenario(n: int, iterations: int) -> Scenario:
             "iterations": iterations,
             "compute": {"per_partition": {"distribution": "deterministic", "value": 0.01}},
             "variants": [{"scheme": "uncoded", "policy": "wait_all"}],
-            "training": {"dataset": "synthetic", "batch_size": 16 * n, "device": "cpu", "eval_every": 10**6},
+            "training": {"dataset": "synthetic", "batch_size": samples * n, "device": "cpu", "eval_every": 10**6},
         }
     )
 
@@ -48,11 +48,12 @@ def main() -> None:
     parser.add_argument("--scenario", type=Path, default=Path("scenarios/cifar10.yaml"))
     parser.add_argument("--data-dir", default=None, help="a CIFAR-10 copy (default: synthetic data)")
     parser.add_argument("--overhead-only", action="store_true", help="skip the speedup runs")
+    parser.add_argument("--samples", type=int, default=16, help="samples per worker per iteration (default 16)")
     args = parser.parse_args()
     start_ray(None)
     print("coordination overhead per iteration (ms), after 5 warm-up iterations")
     for n in (4, 8):
-        scenario = overhead_scenario(n, args.iterations)
+        scenario = overhead_scenario(n, args.iterations, args.samples)
         data = load_data(scenario)
         table, workers = run_variant(scenario, scenario.variants[0], data, 0)
         values = overhead(table, workers)[5:] * 1e3

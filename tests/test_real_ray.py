@@ -82,6 +82,25 @@ def test_an_abandoned_straggler_does_not_slow_the_next_iteration():
         master.shutdown()
 
 
+def test_with_stale_work_finish_a_straggler_completes_its_old_iteration_first():
+    """Worker 0 is delayed 1 s in iteration 0; FR moves on, and worker 0 finishes that work before iteration 1's."""
+    sc = scenario({"scheme": "fr", "s": 1}, {"model": "fixed", "workers": [0], "delay": 1.0})
+    sc = sc.model_copy(update={"stale_work": "finish"})
+    master = make_master(sc)
+    master.straggling = np.zeros_like(master.straggling)
+    master.straggling[0, 0] = True
+    try:
+        first = master.step(0)
+        assert first.end - first.start < 0.9 and 0 not in first.arrivals
+        master.step(1)
+        late = {(row["iteration"], row["worker"]): row for row in master.finish()}
+    finally:
+        master.shutdown()
+    finished = late[(0, 0)]
+    assert finished["injected"] == pytest.approx(1.0, abs=0.05), "the stale work was cut short"
+    assert np.isfinite(finished["arrival"]) and finished["arrival"] >= first.start + 1.0
+
+
 def test_gcbench_run_real_writes_the_shared_schema_with_loss_and_accuracy(tmp_path):
     from typer.testing import CliRunner
 

@@ -86,6 +86,9 @@ class AsyncRayMaster(RayMaster):
             previous = time.time()  # the caller's evaluation and checkpoints are not part of the next update
         cluster.abandon(list(cluster.jobs.values()))
 
+    def _note_late(self, event) -> None:
+        """Unused asynchronous results are not recorded (the workers table has the used ones, as simulated)."""
+
     def _update(self, batch: list, version: int, previous: float, failed: set[int]) -> Step:
         by_worker: dict[int, list] = {}
         for event, _ in batch:
