@@ -132,7 +132,7 @@ def run(
     from gcbench.cli_simulate import simulate_scenario
 
     if not real:
-        simulate_scenario(scenario, out, None, True, console())
+        simulate_scenario(scenario, out, None, True, console(), iterations)
         return
     check_backend(backend)
     training = {"batch_size": batch_size, "learning_rate": lr, "model": model, "dataset": dataset}

@@ -15,7 +15,8 @@ from gcbench.errors import GcbenchError
 from gcbench.results import summarize, write_results
 from gcbench.results.metadata import new_run_directory, run_metadata
 from gcbench.scenario import load_scenario
-from gcbench.scenario.loading import SweepPoint
+from gcbench.scenario.build import scheme_for
+from gcbench.scenario.loading import SweepPoint, with_overrides
 from gcbench.scenario.schema import Scenario
 
 
@@ -23,14 +24,27 @@ def real_points(path: Path, iterations: int | None, training: dict[str, Any]) ->
     points = load_scenario(path)
     if len(points) > 1:
         raise GcbenchError(f"{path}: real runs do not sweep; remove 'sweep' or simulate it with --sim.")
-    scenario = points[0].scenario
-    changes = {k: v for k, v in training.items() if v is not None}
-    if changes:
-        merged = scenario.training.model_validate({**scenario.training.model_dump(), **changes})
-        scenario = scenario.model_copy(update={"training": merged})
+    changes = {f"training.{key}": value for key, value in training.items() if value is not None}
     if iterations is not None:
-        scenario = scenario.model_copy(update={"iterations": iterations})
+        changes["iterations"] = iterations
+    scenario = with_overrides(points[0].scenario, path, changes) if changes else points[0].scenario
+    check_real(scenario, path)
     return [SweepPoint({}, scenario)]
+
+
+def check_real(scenario: Scenario, path: Path) -> None:
+    """What real mode needs beyond a valid scenario: equal partitions, and data options that apply."""
+    training = scenario.training
+    if training.dataset == "synthetic" and training.data_dir:
+        raise GcbenchError(f"{path}: training.data_dir ({training.data_dir}) is for cifar10; the dataset is synthetic.")
+    partitions_of = [(f"variant '{v.display_label()}'", scheme_for(scenario, v).k) for v in scenario.variants]
+    for label, partitions in partitions_of + [("the local backend", scenario.workers)]:
+        if training.batch_size % partitions:
+            fit = max(partitions, round(training.batch_size / partitions) * partitions)
+            raise GcbenchError(
+                f"{path}: training.batch_size ({training.batch_size}) must be a multiple of the {partitions} data "
+                f"partitions of {label}, so each partition gets as many samples; use {fit}, for example."
+            )
 
 
 def resume_points(run_dir: Path) -> tuple[Path, list[SweepPoint], str]:
@@ -55,7 +69,7 @@ def run_real(
     console,
     resume: Path | None = None,
 ) -> Path:
-    from gcbench.real.runner import load_data, run_local, run_variant, start_ray
+    from gcbench.real.runner import VariantStopped, load_data, run_local, run_variant, start_ray
 
     if resume is not None:
         path, points, backend = resume_points(resume)
@@ -68,7 +82,7 @@ def run_real(
     out.mkdir(parents=True, exist_ok=True)
     (out / "run.json").write_text(json.dumps(run_metadata("real", path, points, {"backend": backend}), default=str))
     began = time.perf_counter()
-    tables, workers = [], []
+    tables, workers, stopped = [], [], []
     runs = [(None, seed) for seed in scenario.seeds] if backend == "local" else [
         (variant, seed) for variant in scenario.variants for seed in scenario.seeds
     ]  # fmt: skip
@@ -85,10 +99,18 @@ def run_real(
             else:
                 index = scenario.variants.index(variant)
                 saved = out / "checkpoints" / f"variant{index}-seed{seed}.pt"
-                frame, worker_frame = run_variant(scenario, variant, data, seed, tick, saved)
-            tables.append(frame)
-            if worker_frame is not None:
+                try:
+                    frame, worker_frame = run_variant(scenario, variant, data, seed, tick, saved)
+                except VariantStopped as error:  # keep what it finished, and go on with the other variants
+                    console.print(f"error: {error}")
+                    stopped.append(label)
+                    frame, worker_frame = error.iterations, error.workers
+            if len(frame):
+                tables.append(frame)
+            if worker_frame is not None and len(worker_frame):
                 workers.append(worker_frame)
+    if not tables:
+        raise GcbenchError(f"no variant finished an iteration; nothing was written to {out} but run.json.")
     iterations = pd.concat(tables, ignore_index=True)
     meta = run_metadata(
         "real", path, points, {"backend": backend, "wall_seconds": round(time.perf_counter() - began, 3)}
@@ -99,10 +121,15 @@ def run_real(
     from gcbench.cli_simulate import print_summary
 
     print_summary(summary, [], console)
-    final = iterations.dropna(subset=["accuracy"]).groupby("variant", sort=False)["accuracy"].last()
-    for variant, accuracy in final.items():
-        console.print(f"{variant}: test accuracy {accuracy:.1%} after {scenario.iterations} iterations")
+    evaluated = iterations.dropna(subset=["accuracy"]).groupby("variant", sort=False)
+    for variant, last in evaluated[["accuracy", "iteration"]].last().iterrows():
+        console.print(f"{variant}: test accuracy {last['accuracy']:.1%} after {int(last['iteration']) + 1} iterations")
     console.print(f"results: {out}")
+    if stopped:
+        raise GcbenchError(
+            f"{len(stopped)} variant(s) stopped early ({', '.join(stopped)}); "
+            f"the iterations they finished are in {out}."
+        )
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +14,7 @@ from rich.table import Table
 from gcbench.results import summarize, write_results
 from gcbench.results.metadata import new_run_directory, run_metadata
 from gcbench.scenario import load_scenario
+from gcbench.scenario.loading import with_overrides
 from gcbench.sim.runner import simulate_points, task_count
 
 
@@ -26,9 +28,11 @@ def check_scenario(path: Path, console: Console) -> None:
 
 
 def simulate_scenario(
-    path: Path, out: Path | None, jobs: int | None, with_workers: bool, console: Console
+    path: Path, out: Path | None, jobs: int | None, with_workers: bool, console: Console, iterations: int | None = None
 ) -> tuple[Path, pd.DataFrame]:
     points = load_scenario(path)
+    if iterations is not None:  # gcbench run --sim --iterations N
+        points = [replace(p, scenario=with_overrides(p.scenario, path, {"iterations": iterations})) for p in points]
     scenario = points[0].scenario
     out = out or new_run_directory(Path("results"), scenario.name)
     began = time.perf_counter()

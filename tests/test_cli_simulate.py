@@ -52,6 +52,16 @@ def test_simulate_writes_results_and_prints_the_summary(tmp_path):
     assert (out / "summary.csv").is_file()
 
 
+def test_run_sim_is_simulate_and_takes_the_iterations_override(tmp_path):
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
+    result = runner.invoke(app, ["run", str(scenario), "--sim", "--iterations", "5", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    iterations = pd.read_parquet(tmp_path / "run" / "iterations.parquet")
+    assert len(iterations) == 2 * 2 * 2 * 5 and iterations["iteration"].max() == 4
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["scenario"]["iterations"] == 5
+
+
 def test_check_validates_without_running(tmp_path):
     scenario = tmp_path / "tiny.yaml"
     scenario.write_text(TINY)

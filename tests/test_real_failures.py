@@ -46,7 +46,8 @@ def test_a_crash_within_tolerance_loses_no_iteration_and_the_worker_comes_back()
             if t == 1:  # (in iteration 2 it may still be restarting)
                 assert step.failed == {0} and 0 not in step.arrivals
         master.finish()  # the crash may be reported after the last iteration ended
-        assert master.cluster.failures == 1
+        # (Ray may also fail a call that reaches the actor while it restarts: that counts as a failure too)
+        assert master.cluster.failures >= 1
         assert pid(master, 0) != before, "the crashed worker's process did not exit"
     finally:
         master.shutdown()
@@ -140,3 +141,30 @@ def test_gcbench_run_records_real_crashes_in_the_failed_column(tmp_path):
     iterations, workers, _ = read_results(tmp_path / "out")
     assert iterations["iteration"].tolist() == list(range(6))
     assert workers["failed"].any(), "seed 3 draws crashes; none was recorded"
+
+
+def test_a_variant_that_cannot_go_on_keeps_its_iterations_and_the_others_still_run(tmp_path):
+    """Seed 2 kills worker 3 in iteration 1 and worker 2 in iteration 2, for good: uncoded cannot finish
+    iteration 1; FR with the approximate fallback trains on. Exit code 2, and both variants' rows are written."""
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
+    from gcbench.results import read_results
+
+    path = tmp_path / "dead.yaml"
+    path.write_text(
+        "name: dead\nworkers: 4\niterations: 3\nseeds: [2]\n"
+        "compute: {per_partition: {distribution: deterministic, value: 0.01}}\n"
+        "failures: {model: crash, probability: 0.3, downtime: null}\n"
+        "variants: [{scheme: uncoded, policy: wait_all}, {scheme: fr, s: 1, policy: {name: decodable, "
+        "fallback: approximate}}]\ntraining: {dataset: synthetic, batch_size: 32, device: cpu}\n"
+    )
+    result = CliRunner().invoke(app, ["run", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert "variant 'uncoded/wait_all': iteration 1 can never finish" in result.output
+    assert "1 variant(s) stopped early (uncoded/wait_all)" in result.output
+    iterations, workers, _ = read_results(tmp_path / "out")
+    done = iterations.groupby("variant")["iteration"].apply(list).to_dict()
+    assert done == {"uncoded/wait_all": [0], "fr(s=1)/decodable": [0, 1, 2]}
+    fr = workers[workers["variant"] == "fr(s=1)/decodable"].set_index(["iteration", "worker"])["failed"]
+    assert fr[(1, 3)] and fr[(2, 2)] and fr[(2, 3)] and not fr[(0, 3)]

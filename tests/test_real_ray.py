@@ -147,3 +147,12 @@ def test_gcbench_run_refuses_what_it_cannot_do(tmp_path):
     assert result.exit_code == 2 and "--backend must be ray or local" in result.output
     missing = CliRunner().invoke(app, ["run", "scenarios/cifar10.yaml", "--data-dir", str(tmp_path / "none")])
     assert missing.exit_code == 2 and "does not exist" in missing.output
+    for options, message in [
+        (["--model", "vgg"], "training.model: Input should be 'small_cnn' or 'resnet18'"),
+        (["--lr", "-1"], "training.learning_rate: Input should be greater than 0"),
+        (["--device", "tpu"], "training.device: must be auto, cpu, cuda or cuda:N, not 'tpu'"),
+        (["--batch-size", "6"], "training.batch_size (6) must be a multiple of the 4 data partitions"),
+        (["--data-dir", str(tmp_path)], "is for cifar10; the dataset is synthetic"),
+    ]:
+        result = CliRunner().invoke(app, ["run", str(path), *options])
+        assert result.exit_code == 2 and message in result.output, (options, result.output)

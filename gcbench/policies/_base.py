@@ -44,6 +44,12 @@ class SynchronousPolicy(Config):
         """Seconds after the iteration's start at which the master must decide even without a new message."""
         return float("inf")
 
+    def stuck_hint(self) -> str:
+        """What to change when permanent crashes leave an iteration unable to finish."""
+        if self.fallback == "approximate":  # then only a worker-less iteration is stuck
+            return "no worker is left to decode from; give failures.downtime"
+        return "give failures.downtime or policy.fallback: approximate"
+
     def _fallback(self, stop: np.ndarray, reason: np.ndarray, arrivals: np.ndarray) -> PolicyOutcome:
         """Rows that cannot finish: with ``approximate``, stop at the last message that does arrive."""
         stuck = ~np.isfinite(stop)

@@ -105,8 +105,10 @@ class AsyncRayMaster(RayMaster):
         staleness = version - float(np.mean([v for _, v in batch]))
         loss = self._loss(timings)
         return Step(
-            gradient, previous, end, "k_results", exact, residual, loss, arrivals, timings, set(failed), staleness
-        )
+            gradient, previous, end, "k_results", exact, residual, loss, arrivals, timings, set(failed),
+            staleness=staleness, straggling={event.worker: event.result["straggling"] for event, _ in batch},
+            messages_used=len(batch) * self.scheme.messages_per_worker,
+        )  # fmt: skip
 
 
 def _average(message_lists: list[list[np.ndarray]]) -> list[np.ndarray]:

@@ -44,6 +44,8 @@ class Step:
     failed: set[int] = field(default_factory=set)
     staleness: float = 0.0
     late: list[dict] = field(default_factory=list)  # timings of earlier iterations' unused work
+    straggling: dict[int, bool] = field(default_factory=dict)  # worker -> slowed by the straggling model
+    messages_used: int = 0
 
 
 class RayMaster:
@@ -135,7 +137,10 @@ class RayMaster:
         end = time.time()
         late, self.late = self.late, []
         loss = self._loss(timings)
-        return Step(gradient, start, end, reason, exact, residual, loss, arrivals, timings, failed, 0.0, late)
+        return Step(
+            gradient, start, end, reason, exact, residual, loss, arrivals, timings, failed, late=late,
+            straggling={w: bool(self.straggling[t, w]) for w in range(scheme.n)}, messages_used=len(order),
+        )  # fmt: skip
 
     def _note_late(self, event: Event) -> None:
         """Keep the timings of an earlier job's result (abandoned or finished after its iteration)."""
@@ -160,7 +165,7 @@ class RayMaster:
         return ClusterStuck(
             f"variant '{variant.display_label()}': iteration {t} can never finish ({len(self.cluster.dead)} of "
             f"{scheme.n} workers crashed for good, {len(received)} answered; too many for {scheme.name} with "
-            f"s={scheme.s} under {variant.policy.name}); give failures.downtime or policy.fallback: approximate."
+            f"s={scheme.s} under {variant.policy.name}); {variant.policy.stuck_hint()}."
         )
 
     def _timed_out(self, t: int, received: dict) -> ClusterStuck:

@@ -23,6 +23,14 @@ from gcbench.scenario.build import scheme_for
 from gcbench.scenario.schema import Scenario, Variant
 
 
+class VariantStopped(GcbenchError):
+    """A variant could not go on (e.g. its cluster is stuck); carries the tables of the iterations it finished."""
+
+    def __init__(self, message: str, iterations: pd.DataFrame, workers: pd.DataFrame) -> None:
+        super().__init__(message)
+        self.iterations, self.workers = iterations, workers
+
+
 def load_data(scenario: Scenario) -> Dataset:
     training = scenario.training
     if training.dataset == "synthetic":
@@ -83,12 +91,14 @@ def run_variant(
                 with torch_threads(evaluation_threads):
                     accuracy = evaluate_master(master.model, data, training.batch_size)
             rows.append(_iteration_row(t, step, master.origin, scheme, accuracy))
-            table.add(t, step, master.straggling[t])
+            table.add(t, step)
             if checkpoint and ((t + 1) % training.checkpoint_every == 0 or t == scenario.iterations - 1):
                 save_checkpoint(checkpoint, master.model, master.optimizer, t + 1, rows, workers)
             if progress:
                 progress(t + 1)
         table.add_late(master.finish())
+    except GcbenchError as error:
+        raise VariantStopped(str(error), *_frames(rows, workers, scenario, variant, scheme, seed)) from None
     finally:
         torch.set_num_threads(evaluation_threads)
         master.shutdown()
@@ -135,7 +145,7 @@ def _frames(rows, workers, scenario, variant, scheme, seed) -> tuple[pd.DataFram
 def _iteration_row(t: int, step: Step, origin: float, scheme, accuracy: float) -> dict:
     return {
         "iteration": t, "start": step.start - origin, "end": step.end - origin, "duration": step.end - step.start,
-        "messages_used": len(step.timings) * scheme.messages_per_worker, "stop": step.reason, "exact": step.exact,
+        "messages_used": step.messages_used, "stop": step.reason, "exact": step.exact,
         "residual": step.residual, "staleness": step.staleness, "loss": step.loss, "accuracy": accuracy,
     }  # fmt: skip
 
@@ -151,11 +161,11 @@ class WorkerTable:
         self.rows, self.scheme, self.origin = rows, scheme, origin
         self.index = {(row["iteration"], row["worker"]): row for row in rows}
 
-    def add(self, t: int, step: Step, straggling: np.ndarray) -> None:
+    def add(self, t: int, step: Step) -> None:
         for w in range(self.scheme.n):
             timing = step.timings.get(w)
             row = {"iteration": t, "worker": w, "partitions": len(self.scheme.partitions(w))}
-            row.update(used=timing is not None, straggling=bool(straggling[w]), failed=w in step.failed)
+            row.update(used=timing is not None, straggling=step.straggling.get(w, False), failed=w in step.failed)
             row.update(compute_start=np.nan, compute_end=np.nan, injected_delay=np.nan, arrival=np.nan)
             if timing is not None:
                 row.update(

@@ -83,6 +83,7 @@ class GradientWorker:
         # weights and messages travel as numpy arrays: Ray shares them without pickling
         start = time.time()
         result = {"worker": self.worker, "iteration": iteration, "compute_start": start, "abandoned": True}
+        result["straggling"] = straggling
         self._load_weights(weights)
         grads, losses = {}, {}
         for j in self.scheme.partitions(self.worker):

@@ -83,6 +83,14 @@ def validate(data: dict[str, Any], path: Path, context: str = "") -> Scenario:
         raise ScenarioError(f"{prefix}: " + "; ".join(problems) + ".") from None
 
 
+def with_overrides(scenario: Scenario, path: Path, overrides: dict[str, Any]) -> Scenario:
+    """The scenario with dotted-path overrides (command-line options), validated like the file itself."""
+    data = scenario.model_dump(mode="json")
+    for dotted, value in overrides.items():
+        set_path(data, dotted, value, path)
+    return validate(data, Path(f"{path} with the command-line options"))
+
+
 def format_problem(error: dict[str, Any]) -> str:
     """'variants[2].s: Input should be ...' from one pydantic error, without union tags."""
     location = ""

@@ -5,9 +5,10 @@ Every section is a strict config (unknown keys are errors). See docs/scenarios.m
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import Field, PositiveInt, field_validator, model_validator
 
 from gcbench.models._config import Config
 from gcbench.models.distributions import Distribution
@@ -81,8 +82,15 @@ class Training(Config):
     weight_decay: Annotated[float, Field(ge=0)] = 5e-4
     eval_every: PositiveInt = 50
     checkpoint_every: PositiveInt = 100
-    device: str = "auto"
+    device: str = "auto"  # auto: CUDA when available
     timeout: Annotated[float, Field(gt=0)] = 120.0  # seconds any single wait may take
+
+    @field_validator("device")
+    @classmethod
+    def _known_device(cls, device: str) -> str:
+        if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", device):
+            raise ValueError(f"must be auto, cpu, cuda or cuda:N, not '{device}'")
+        return device
 
 
 class Scenario(Config):

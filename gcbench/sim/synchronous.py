@@ -104,7 +104,7 @@ def _check_progress(stop: np.ndarray, variant: Variant, scheme: Scheme, offset: 
         raise SimulationStuck(
             f"variant '{variant.display_label()}': iteration {offset + int(stuck[0])} can never finish "
             f"(too many workers crashed for good for {scheme.name} with s={scheme.s} under "
-            f"{variant.policy.name}); give failures.downtime or policy.fallback: approximate."
+            f"{variant.policy.name}); {variant.policy.stuck_hint()}."
         )
 
 
