@@ -69,7 +69,7 @@ def run_real(
     console,
     resume: Path | None = None,
 ) -> Path:
-    from gcbench.real.runner import VariantStopped, load_data, run_local, run_variant, start_ray
+    from gcbench.real.runner import load_data, start_ray
 
     if resume is not None:
         path, points, backend = resume_points(resume)
@@ -82,33 +82,16 @@ def run_real(
     out.mkdir(parents=True, exist_ok=True)
     (out / "run.json").write_text(json.dumps(run_metadata("real", path, points, {"backend": backend}), default=str))
     began = time.perf_counter()
-    tables, workers, stopped = [], [], []
     runs = [(None, seed) for seed in scenario.seeds] if backend == "local" else [
         (variant, seed) for variant in scenario.variants for seed in scenario.seeds
     ]  # fmt: skip
     if backend == "ray":
         start_ray(address)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
-        for variant, seed in runs:
-            label = "local" if variant is None else variant.display_label()
-            task = bar.add_task(f"{label}, seed {seed}", total=scenario.iterations)
-            tick = lambda done, task=task: bar.update(task, completed=done)  # noqa: E731
-            if variant is None:
-                frame, worker_frame = run_local(scenario, data, seed, tick)
-            else:
-                index = scenario.variants.index(variant)
-                saved = out / "checkpoints" / f"variant{index}-seed{seed}.pt"
-                try:
-                    frame, worker_frame = run_variant(scenario, variant, data, seed, tick, saved)
-                except VariantStopped as error:  # keep what it finished, and go on with the other variants
-                    console.print(f"error: {error}")
-                    stopped.append(label)
-                    frame, worker_frame = error.iterations, error.workers
-            if len(frame):
-                tables.append(frame)
-            if worker_frame is not None and len(worker_frame):
-                workers.append(worker_frame)
+    try:
+        tables, workers, stopped = _train(scenario, runs, data, out, console)
+    except KeyboardInterrupt:
+        console.print(f"interrupted; the checkpoints are kept: continue with  gcbench run --resume {out}")
+        raise SystemExit(130) from None
     if not tables:
         raise GcbenchError(f"no variant finished an iteration; nothing was written to {out} but run.json.")
     iterations = pd.concat(tables, ignore_index=True)
@@ -131,6 +114,35 @@ def run_real(
             f"the iterations they finished are in {out}."
         )
     return out
+
+
+def _train(scenario: Scenario, runs: list, data, out: Path, console) -> tuple[list, list, list[str]]:
+    """Every (variant, seed) in turn, with a progress bar; a stopped variant keeps what it finished."""
+    from gcbench.real.runner import VariantStopped, run_local, run_variant
+
+    tables, workers, stopped = [], [], []
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        for variant, seed in runs:
+            label = "local" if variant is None else variant.display_label()
+            task = bar.add_task(f"{label}, seed {seed}", total=scenario.iterations)
+            tick = lambda done, task=task: bar.update(task, completed=done)  # noqa: E731
+            if variant is None:
+                frame, worker_frame = run_local(scenario, data, seed, tick)
+            else:
+                index = scenario.variants.index(variant)
+                saved = out / "checkpoints" / f"variant{index}-seed{seed}.pt"
+                try:
+                    frame, worker_frame = run_variant(scenario, variant, data, seed, tick, saved)
+                except VariantStopped as error:  # keep what it finished, and go on with the other variants
+                    console.print(f"error: {error}")
+                    stopped.append(label)
+                    frame, worker_frame = error.iterations, error.workers
+            if len(frame):
+                tables.append(frame)
+            if worker_frame is not None and len(worker_frame):
+                workers.append(worker_frame)
+    return tables, workers, stopped
 
 
 def check_backend(backend: str) -> None:

@@ -64,11 +64,13 @@ def print_summary(summary: pd.DataFrame, sweep_columns: list[str], console: Cons
         for row in rows.itertuples():
             interval = f"[{row.ci_low:.4g}, {row.ci_high:.4g}]" if pd.notna(row.ci_low) else "n/a"
             cells = [row.variant, f"{row.mean:.4g}", interval, f"{row.p50:.4g}", f"{row.p99:.4g}"]
-            cells += [f"{row.speedup:.2f}x", f"{row.exact_share:.0%}"] + ([f"{row.staleness:.2f}"] if stale else [])
+            speedup = f"{row.speedup:.2f}x" if pd.notna(row.speedup) else "n/a"
+            cells += [speedup, f"{row.exact_share:.0%}"] + ([f"{row.staleness:.2f}"] if stale else [])
             table.add_row(*cells)
         console.print(table)
         if stale:
             console.print(
                 "Asynchronous policies: an iteration is one model update from k results, "
-                "and staleness is how many updates old the used results were on average."
+                "and staleness is how many updates old the used results were on average; "
+                "their speedup over synchronous iterations is not comparable (n/a)."
             )

@@ -106,7 +106,7 @@ def test_ecdf_and_sweep_figures_carry_labels_and_legends(sim_run):
     texts, _ = labels_of(figures.speedup_vs_sweep(run.iterations))
     assert "speedup over baseline (×)" in texts
     texts, legends = labels_of(figures.worker_timeline(run.iterations, run.workers))
-    assert "time since the window's first iteration (s)" in texts
+    assert "time since iteration 0 began (s); iterations 0 to 5" in texts
     texts, legends = labels_of(figures.scheme_map(run.iterations, run.workers))
     assert {"stragglers tolerated, s", "load (partitions per worker)", "upload (gradients per message)"} <= texts
     fig = figures.scheme_map(run.iterations, run.workers)
@@ -127,6 +127,18 @@ def test_real_run_figures(real_run, sim_run):
     assert {"FR s=1 · decodable (simulated)", "FR s=1 · decodable (measured)", "simulated = measured"} <= legends
     reached = figures.time_to_accuracy(real.iterations, 0.4).set_index("variant")["seconds"]
     assert np.isfinite(reached["FR s=1"])
+
+
+def test_a_single_evaluation_still_shows_in_the_training_figure(real_run):
+    """Accuracy is evaluated every eval_every iterations: one evaluation must still draw a visible mark."""
+    from gcbench.plot.runs import load_run
+
+    iterations = load_run(real_run).iterations.copy()
+    iterations.loc[iterations["iteration"] < 29, "accuracy"] = np.nan
+    fig = figures.training_curves(iterations, None, "real")
+    accuracy_axes = [ax for ax in fig.axes if ax.get_ylabel() == "test accuracy"]
+    lines = [line for line in accuracy_axes[0].get_lines() if len(line.get_xdata()) == 1]
+    assert lines and all(line.get_marker() not in (None, "", "None") for line in lines)
 
 
 def test_figures_need_their_data():

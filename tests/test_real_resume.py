@@ -69,3 +69,20 @@ def test_resume_needs_a_real_run_directory(tmp_path):
         cwd=Path(__file__).resolve().parents[1],
     )
     assert done.returncode == 2 and "not a real-run directory" in done.stderr
+
+
+def test_ctrl_c_says_how_to_resume(tmp_path):
+    scenario = tmp_path / "resume.yaml"
+    scenario.write_text(SCENARIO.replace("iterations: 12", "iterations: 200"))
+    out = tmp_path / "run"
+    driver = gcbench(
+        "run", str(scenario), "--out", str(out), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    checkpoint = out / "checkpoints" / "variant0-seed0.pt"
+    deadline = time.time() + 240
+    while not checkpoint.exists() and time.time() < deadline and driver.poll() is None:
+        time.sleep(0.2)
+    driver.send_signal(signal.SIGINT)
+    output, _ = driver.communicate(timeout=120)
+    assert driver.returncode == 130, output
+    assert f"continue with  gcbench run --resume {out}" in output

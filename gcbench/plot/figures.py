@@ -121,13 +121,17 @@ def training_curves(iterations: pd.DataFrame, target: float | None = None, mode:
     if not metrics:
         return None
     styles = variant_styles(iterations)
-    fig = Figure(figsize=(FULL_WIDTH, 2.4 * len(metrics)))
+    fig = Figure(figsize=(FULL_WIDTH, 2.4 * len(metrics)), layout="constrained")
     axes = np.atleast_2d(fig.subplots(len(metrics), 2, squeeze=False))
     clock = "wall-clock time (s)" if mode == "real" else "simulated time (s)"
     for row, metric in enumerate(metrics):
         for variant, frame in iterations[iterations["seed"] == iterations["seed"].min()].groupby("variant", sort=False):
             frame = frame[frame[metric].notna()]
-            style = {k: v for k, v in styles[variant].items() if k != "marker"}
+            style = dict(styles[variant])
+            if metric == "loss":  # every iteration: a line; accuracy is sparse (every eval_every): markers too
+                style.pop("marker", None)
+            else:
+                style["markersize"] = 3
             axes[row, 0].plot(frame["end"], frame[metric], **style)
             axes[row, 1].plot(frame["iteration"], frame[metric], **style)
         name = "training loss" if metric == "loss" else "test accuracy"
@@ -137,6 +141,8 @@ def training_curves(iterations: pd.DataFrame, target: float | None = None, mode:
         if metric == "accuracy" and target is not None:
             for ax in axes[row]:
                 ax.axhline(target, color="0.4", lw=0.8, ls=":")
+                ax.text(0.99, target, f"target {target:.0%}", transform=ax.get_yaxis_transform(), ha="right",
+                        va="bottom", fontsize=6, color="0.4")  # fmt: skip
     _legend(axes[0, 1], fontsize=6)
     return fig
 
@@ -162,13 +168,13 @@ def worker_timeline(iterations: pd.DataFrame, workers: pd.DataFrame | None, wind
     axes = fig.subplots(len(chosen), 1, squeeze=False, sharex=True)[:, 0]
     for ax, variant in zip(axes, chosen, strict=True):
         _timeline(ax, at, workers, variant, point, seed, window)
-    axes[-1].set_xlabel("time since the window's first iteration (s)")
+    axes[-1].set_xlabel(f"time since iteration 0 began (s); iterations 0 to {window - 1}")
     handles = [
         Patch(color="0.35", label="compute"),
         Patch(facecolor="#E69F00", label="injected delay"),
         Line2D([], [], marker="|", color="k", ls="", label="message arrives"),
         Patch(color="0.35", alpha=0.3, label="not used"),
-        Line2D([], [], marker="x", color="#D55E00", ls="", label="crashed"),
+        Line2D([], [], marker="x", color="#D55E00", lw=0.8, label="crashed or down"),
         Line2D([], [], color="0.3", lw=0.6, ls="--", label="iteration ends"),
     ]
     axes[0].legend(handles=handles, ncol=6, frameon=False, loc="lower left", bbox_to_anchor=(0, 1.02), fontsize=6)
@@ -179,7 +185,7 @@ def _timeline(ax, at, workers, variant, point, seed, window) -> None:
     rows = workers[(workers["variant"] == variant) & (workers["point"] == point) & (workers["seed"] == seed)]
     rows = rows[rows["iteration"] < window]
     mine = at[(at["variant"] == variant) & (at["iteration"] < window)]
-    origin, ends = mine["start"].min(), mine.set_index("iteration")["end"]
+    origin, ends, starts = mine["start"].min(), mine.set_index("iteration")["end"], mine.set_index("iteration")["start"]
     for row in rows.itertuples():
         stop = ends[row.iteration]  # unused work is abandoned when the master moves on
         ready = row.compute_end if row.used else min(row.compute_end, stop)
@@ -198,8 +204,10 @@ def _timeline(ax, at, workers, variant, point, seed, window) -> None:
             ax.barh(row.worker, ready - computed, left=computed - origin, height=0.6, color="#E69F00", alpha=alpha)
         if np.isfinite(row.arrival) and row.arrival <= stop:
             ax.plot(row.arrival - origin, row.worker, marker="|", color="k", ms=6, alpha=alpha)
-        if row.failed:
-            ax.plot(row.compute_start - origin, row.worker, marker="x", color="#D55E00", ms=5)
+        if row.failed:  # down from the iteration's start until its redo begins (or the iteration ends)
+            back = row.compute_start if np.isfinite(row.compute_start) else stop
+            ax.plot([starts[row.iteration] - origin, back - origin], [row.worker] * 2, color="#D55E00", lw=0.8)
+            ax.plot(starts[row.iteration] - origin, row.worker, marker="x", color="#D55E00", ms=5)
     colour = scheme_colour(str(mine["scheme"].iloc[0]))
     for end in ends:
         ax.axvline(end - origin, color=colour, lw=0.6, ls="--")
@@ -227,6 +235,9 @@ def sim_vs_real(sim: pd.DataFrame, real: pd.DataFrame) -> Figure | None:
                 where="post",
                 color=colour,
                 ls=dash,
+                marker=styles[variant].get("marker"),  # tells apart variants of one scheme
+                markevery=max(1, len(times) // 6),
+                markersize=3,
                 label=f"{styles[variant]['label']} ({mode})",
             )
         means.append(

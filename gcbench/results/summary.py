@@ -2,8 +2,13 @@
 and mean staleness (asynchronous policies, whose iterations are single model updates).
 
 The interval comes from replications when there are several seeds (Student t
-over the per-seed means); with one seed, from 10 batch means of its iterations,
-so autocorrelation (persistent stragglers) widens it as it should.
+over the per-seed means); with one seed, from 10 batch means of its iterations
+(at least 5 iterations each), so autocorrelation (persistent stragglers) widens
+it as it should. Its lower end is clipped at 0: a mean time cannot be negative.
+
+The speedup is over the first variant; an asynchronous variant's iterations
+are single model updates, so its speedup over a synchronous one (or the other
+way round) is not reported.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import pandas as pd
 from scipy import stats
 
 BATCHES = 10
+MIN_BATCH = 5  # iterations per batch mean, at least
 
 
 def mean_confidence_interval(frame: pd.DataFrame) -> tuple[float, float]:
@@ -22,12 +28,12 @@ def mean_confidence_interval(frame: pd.DataFrame) -> tuple[float, float]:
         means = by_seed.mean().to_numpy()
     else:
         durations = frame["duration"].to_numpy()
-        if len(durations) < 2 * BATCHES:
+        if len(durations) < MIN_BATCH * BATCHES:
             return (np.nan, np.nan)
         means = np.array([chunk.mean() for chunk in np.array_split(durations, BATCHES)])
     centre, spread = means.mean(), means.std(ddof=1) / np.sqrt(len(means))
     half = stats.t.ppf(0.975, len(means) - 1) * spread
-    return (centre - half, centre + half)
+    return (max(centre - half, 0.0), centre + half)
 
 
 def summarize(iterations: pd.DataFrame, sweep_columns: list[str] | None = None) -> pd.DataFrame:
@@ -35,13 +41,16 @@ def summarize(iterations: pd.DataFrame, sweep_columns: list[str] | None = None) 
     rows = []
     order = list(dict.fromkeys(iterations["variant"]))
     for point, at_point in iterations.groupby("point", sort=True):
-        baseline = None
+        baseline, baseline_async = None, None
         for variant in order:
             frame = at_point[at_point["variant"] == variant]
             if frame.empty:
                 continue
             mean = frame["duration"].mean()
-            baseline = mean if baseline is None else baseline
+            asynchronous = bool((frame["stop"] == "k_results").all())
+            if baseline is None:
+                baseline, baseline_async = mean, asynchronous
+            comparable = asynchronous == baseline_async
             low, high = mean_confidence_interval(frame)
             row = {"point": point, "variant": variant}
             row.update({c: frame[c].iloc[0] for c in sweep_columns or []})
@@ -51,7 +60,7 @@ def summarize(iterations: pd.DataFrame, sweep_columns: list[str] | None = None) 
                 ci_high=high,
                 p50=frame["duration"].quantile(0.5),
                 p99=frame["duration"].quantile(0.99),
-                speedup=baseline / mean if mean > 0 else np.nan,
+                speedup=baseline / mean if mean > 0 and comparable else np.nan,
                 exact_share=frame["exact"].mean(),
                 staleness=frame["staleness"].mean(),
                 iterations=len(frame),
