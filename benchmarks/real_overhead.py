@@ -3,7 +3,10 @@
 Overhead per iteration = the master's iteration time minus the slowest used
 worker's compute + injected delay (from the recorded timings): dispatch,
 publishing weights, collecting, decoding and the optimizer step. Target: at
-most 10 ms at n = 4 and 8 (issue #4). Then every variant of a scenario (default
+most 10 ms at n = 4 and 8 (issue #4). The reference, measured in the same
+process, is a bare Ray round trip with the same payloads: put the weights once,
+call n actors that each return a gradient-sized array, get them all; the ratio
+of the two is what gcbench's coordination adds over Ray itself. Then every variant of a scenario (default
 scenarios/cifar10.yaml, synthetic data unless --data-dir) runs for real, and the
 speedup of each coded scheme over uncoded training is reported.
 
@@ -13,11 +16,13 @@ speedup of each coded scheme over uncoded training is reported.
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from gcbench.real.models import build_model
 from gcbench.real.runner import load_data, run_variant, start_ray
 from gcbench.scenario import load_scenario
 from gcbench.scenario.schema import Scenario
@@ -27,6 +32,28 @@ def overhead(iterations: pd.DataFrame, workers: pd.DataFrame) -> np.ndarray:
     used = workers[workers["used"]].assign(busy=lambda w: w["compute_end"] - w["compute_start"])
     slowest = used.groupby("iteration")["busy"].max()
     return (iterations.set_index("iteration")["duration"] - slowest).to_numpy()
+
+
+class _Echo:
+    def gradient(self, weights: np.ndarray) -> np.ndarray:
+        return np.array(weights, copy=True)
+
+
+def ray_round_trip(n: int, d: int, rounds: int) -> np.ndarray:
+    """Seconds per bare Ray round: publish d float32 weights, n actor calls returning d floats each, get all."""
+    import ray
+
+    actors = [ray.remote(num_cpus=0)(_Echo).remote() for _ in range(n)]
+    weights = np.random.default_rng(0).random(d, dtype=np.float32)
+    times = []
+    for _ in range(rounds):
+        began = time.perf_counter()
+        ref = ray.put(weights)
+        ray.get([actor.gradient.remote(ref) for actor in actors])
+        times.append(time.perf_counter() - began)
+    for actor in actors:
+        ray.kill(actor)
+    return np.array(times)
 
 
 def overhead_scenario(n: int, iterations: int, samples: int = 16) -> Scenario:
@@ -57,7 +84,12 @@ def main() -> None:
         data = load_data(scenario)
         table, workers = run_variant(scenario, scenario.variants[0], data, 0)
         values = overhead(table, workers)[5:] * 1e3
-        print(f"n={n}: median {np.median(values):.1f}  p90 {np.percentile(values, 90):.1f}  mean {values.mean():.1f}")
+        d = sum(p.numel() for p in build_model(scenario.training.model, data.classes, 0).parameters())
+        bare = np.median(ray_round_trip(n, d, args.iterations)[5:]) * 1e3
+        print(
+            f"n={n}: median {np.median(values):.1f}  p90 {np.percentile(values, 90):.1f}  mean {values.mean():.1f}"
+            f"   bare Ray round trip {bare:.1f}   ratio {np.median(values) / bare:.2f}"
+        )
     if args.overhead_only:
         return
     scenario = load_scenario(args.scenario)[0].scenario
