@@ -141,7 +141,7 @@ def training_curves(iterations: pd.DataFrame, target: float | None = None, mode:
         if metric == "accuracy" and target is not None:
             for ax in axes[row]:
                 ax.axhline(target, color="0.4", lw=0.8, ls=":")
-                ax.text(0.99, target, f"target {target:.0%}", transform=ax.get_yaxis_transform(), ha="right",
+                ax.text(0.99, target, f"target {target:.1%}", transform=ax.get_yaxis_transform(), ha="right",
                         va="bottom", fontsize=6, color="0.4")  # fmt: skip
     _legend(axes[0, 1], fontsize=6)
     return fig
