@@ -137,5 +137,8 @@ def test_async_workers_that_crash_on_every_job_still_make_progress():
 def test_async_with_every_worker_crashed_for_good_is_a_clear_error():
     failures = {"model": "crash", "probability": 1.0, "downtime": None}
     v = [{"scheme": "uncoded", "policy": "async"}]
-    with pytest.raises(SimulationStuck, match="can never finish"):
+    with pytest.raises(SimulationStuck, match="can never finish .every worker crashed for good"):
+        simulate_points([point(variants=v, failures=failures, iterations=5)])
+    v = [{"scheme": "uncoded", "policy": {"name": "k_async", "k": 2}}]
+    with pytest.raises(SimulationStuck, match="k_async waits for 2 distinct workers' results"):
         simulate_points([point(variants=v, failures=failures, iterations=5)])

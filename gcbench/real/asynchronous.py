@@ -50,9 +50,13 @@ class AsyncRayMaster(RayMaster):
             for w in [w for w in to_start if w in cluster.dead]:
                 del to_start[w]
             if not cluster.jobs and not cluster.pings and not to_start:
+                left = scheme.n - len(cluster.dead)
+                why = "every worker crashed for good" if not left else (
+                    f"{left} worker(s) left, fewer than the {policy.batch} distinct results {policy.name} waits for"
+                )  # fmt: skip
                 raise ClusterStuck(
-                    f"variant '{self.variant.display_label()}': update {version} can never finish "
-                    f"(every worker crashed for good); give failures.downtime."
+                    f"variant '{self.variant.display_label()}': update {version} can never finish ({why}); "
+                    "give failures.downtime."
                 )
             event = cluster.next_event(min(progress + self.timeout, cluster.next_recovery(to_start)))
             now = time.time()

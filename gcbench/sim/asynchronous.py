@@ -111,6 +111,13 @@ class _AsyncRun:
         return rec
 
 
+def _why_stuck(variant: Variant) -> str:
+    policy = variant.policy
+    if policy.distinct and policy.batch > 1:
+        return f"too many workers crashed for good: {policy.name} waits for {policy.batch} distinct workers' results"
+    return "every worker crashed for good"
+
+
 def simulate_asynchronous(scenario: Scenario, variant: Variant, scheme: Scheme, seed: int) -> RunRecorder:
     """Simulate an asynchronous policy; each recorded iteration is one model update."""
     run = _AsyncRun(scenario, variant, scheme, seed)
@@ -120,7 +127,7 @@ def simulate_asynchronous(scenario: Scenario, variant: Variant, scheme: Scheme, 
     if run.version < scenario.iterations:
         raise SimulationStuck(
             f"variant '{variant.display_label()}': update {run.version} can never finish "
-            f"(every worker crashed for good); give failures.downtime."
+            f"({_why_stuck(variant)}); give failures.downtime."
         )
     rec = run.record()
     decoding_quality(rec, scheme)
