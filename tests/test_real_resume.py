@@ -73,16 +73,17 @@ def test_resume_needs_a_real_run_directory(tmp_path):
 
 def test_ctrl_c_says_how_to_resume(tmp_path):
     scenario = tmp_path / "resume.yaml"
-    scenario.write_text(SCENARIO.replace("iterations: 12", "iterations: 200"))
+    scenario.write_text(SCENARIO.replace("iterations: 12", "iterations: 100"))
     out = tmp_path / "run"
-    driver = gcbench(
-        "run", str(scenario), "--out", str(out), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    piped = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True}
+    # a shell's background job starts with SIGINT ignored, and Python keeps that: restore the default
+    default = {"preexec_fn": lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)}
+    driver = gcbench("run", str(scenario), "--out", str(out), **piped, **default)
     checkpoint = out / "checkpoints" / "variant0-seed0.pt"
     deadline = time.time() + 240
     while not checkpoint.exists() and time.time() < deadline and driver.poll() is None:
         time.sleep(0.2)
     driver.send_signal(signal.SIGINT)
-    output, _ = driver.communicate(timeout=120)
+    output, _ = driver.communicate(timeout=60)
     assert driver.returncode == 130, output
     assert f"continue with  gcbench run --resume {out}" in output
