@@ -40,7 +40,16 @@ def load_data(scenario: Scenario) -> Dataset:
 
 
 def start_ray(address: str | None) -> None:
-    """Join the cluster at ``address``, or start a local instance (loopback, no dashboard)."""
+    """Join the cluster at ``address``, or start a local instance on this machine (no dashboard).
+
+    Token authentication stays on: Ray 2.60 turns it on for a new local instance,
+    but a client given an explicit address only uses it when ``RAY_AUTH_MODE``
+    says so, so gcbench sets ``RAY_AUTH_MODE=token`` unless the user set it.
+    The token is the cluster's (``~/.ray/auth_token`` by default). Ray reads the
+    mode when it is imported, so it is set before the import.
+    """
+    if address:
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
     import ray
 
     if ray.is_initialized():
@@ -51,7 +60,12 @@ def start_ray(address: str | None) -> None:
         else:
             ray.init(include_dashboard=False, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as error:
-        raise GcbenchError(f"cannot start or reach Ray{f' at {address}' if address else ''}: {error}") from None
+        hint = (
+            "; check the address, and that ~/.ray/auth_token holds the cluster's token (ray get-auth-token)"
+            if address
+            else ""
+        )
+        raise GcbenchError(f"cannot start or reach Ray{f' at {address}' if address else ''}: {error}{hint}.") from None
 
 
 def run_variant(
