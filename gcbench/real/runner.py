@@ -98,23 +98,22 @@ def run_variant(
     table = WorkerTable(workers, scheme, master.origin)
     evaluation_threads = torch.get_num_threads()
     try:
-        torch.set_num_threads(master_threads(scheme.n))
-        for t, step in enumerate(master.steps(first, scenario.iterations), start=first):
-            accuracy = np.nan
-            if (t + 1) % training.eval_every == 0 or t == scenario.iterations - 1:
-                with torch_threads(evaluation_threads):
-                    accuracy = evaluate_master(master.model, data, training.batch_size)
-            rows.append(_iteration_row(t, step, master.origin, scheme, accuracy))
-            table.add(t, step)
-            if checkpoint and ((t + 1) % training.checkpoint_every == 0 or t == scenario.iterations - 1):
-                save_checkpoint(checkpoint, master.model, master.optimizer, t + 1, rows, workers)
-            if progress:
-                progress(t + 1)
+        with torch_threads(master_threads(scheme.n)):
+            for t, step in enumerate(master.steps(first, scenario.iterations), start=first):
+                accuracy = np.nan
+                if (t + 1) % training.eval_every == 0 or t == scenario.iterations - 1:
+                    with torch_threads(evaluation_threads):
+                        accuracy = evaluate_master(master.model, data, training.batch_size)
+                rows.append(_iteration_row(t, step, master.origin, scheme, accuracy))
+                table.add(t, step)
+                if checkpoint and ((t + 1) % training.checkpoint_every == 0 or t == scenario.iterations - 1):
+                    save_checkpoint(checkpoint, master.model, master.optimizer, t + 1, rows, workers)
+                if progress:
+                    progress(t + 1)
         table.add_late(master.finish())
     except GcbenchError as error:
         raise VariantStopped(str(error), *_frames(rows, workers, scenario, variant, scheme, seed)) from None
     finally:
-        torch.set_num_threads(evaluation_threads)
         master.shutdown()
     return _frames(rows, workers, scenario, variant, scheme, seed)
 
