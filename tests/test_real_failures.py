@@ -30,7 +30,7 @@ def pid(master, w: int) -> int:
     return ray.get(master.actors[w].ping.options(max_task_retries=-1).remote(), timeout=60)
 
 
-def test_a_crash_within_tolerance_loses_no_iteration_and_the_worker_comes_back():
+def test_a_crash_within_tolerance_loses_no_iteration_and_the_worker_comes_back(caplog):
     """CR with s = 1: worker 0's process exits in iteration 1; that iteration decodes exactly without it."""
     sc = scenario({"scheme": "cr", "s": 1}, failures={"model": "crash", "probability": 0.5, "downtime": 0.0})
     master = make_master(sc)
@@ -49,6 +49,7 @@ def test_a_crash_within_tolerance_loses_no_iteration_and_the_worker_comes_back()
         # (Ray may also fail a call that reaches the actor while it restarts: that counts as a failure too)
         assert master.cluster.failures >= 1
         assert pid(master, 0) != before, "the crashed worker's process did not exit"
+        assert "worker 0's process exited (a crash the failure model drew)" in caplog.text
     finally:
         master.shutdown()
 

@@ -11,12 +11,15 @@ has its data back (``load``, which waits for the restart). A worker the failure 
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from gcbench.errors import GcbenchError
 from gcbench.real.worker import GradientWorker, WorkerRestarted
+
+log = logging.getLogger("gcbench")
 
 
 class ClusterStuck(GcbenchError):
@@ -141,6 +144,12 @@ class WorkerCluster:
         """A job's actor died: keep the worker down for its downtime, and confirm its restart (or kill it)."""
         self.failures += 1
         w = job.worker
+        if self.failures == 1:  # Ray prints its own alarming "(raylet) A worker died ..." lines; say what they are
+            cause = "a crash the failure model drew" if job.crash else "not a crash the scenario drew"
+            log.warning(
+                f"gcbench: worker {w}'s process exited ({cause}); Ray's '(raylet) A worker died' messages about "
+                "such exits are expected."
+            )
         if job.crash and self.downtime is None:
             self._lose(w)
             return
