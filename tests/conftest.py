@@ -1,4 +1,9 @@
-"""Shared test settings: Hypothesis profiles (ci is the default, thorough for local runs)."""
+"""Shared test settings: Hypothesis profiles (ci is the default, thorough for local runs).
+
+ci is derandomized (the same examples on every run, no example database), so a
+red CI is never luck; thorough searches at random, keeping its database in the
+untracked .hypothesis/. Every failure either ever found becomes an @example.
+"""
 
 import os
 from pathlib import Path
@@ -7,7 +12,13 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
-    "ci", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+    "ci",
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
 )
 settings.register_profile("thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
@@ -42,11 +42,21 @@ def online_stop(policy, scheme, arrivals: np.ndarray) -> tuple[float, str]:
     return float("inf"), "stuck"
 
 
+INF = np.inf
+
+
 @given(
     policy_index=st.integers(0, len(POLICIES) - 1),
     scheme_index=st.integers(0, len(SCHEMES) - 1),
-    times=st.lists(st.floats(0.01, 1.0) | st.just(np.inf), min_size=6, max_size=6),
+    times=st.lists(st.floats(0.01, 1.0) | st.sampled_from([0.5, 1.0, np.inf]), min_size=6, max_size=6),
 )
+# found on fresh clones: the deadline passed with nothing in, then everything arrived at once
+@example(policy_index=5, scheme_index=0, times=[1.0] * 6)
+@example(policy_index=5, scheme_index=1, times=[INF, 1.0, INF, 1.0, 1.0, 1.0])
+@example(policy_index=5, scheme_index=0, times=[INF, 1.0, INF, 1.0, 1.0, 1.0])
+@example(policy_index=4, scheme_index=1, times=[1.0] * 6)
+@example(policy_index=4, scheme_index=2, times=[0.5] * 6)  # everything at the deadline itself
+@example(policy_index=5, scheme_index=1, times=[0.1, INF, 0.1, 0.7, 0.1, 0.1])  # decodable at the deadline
 def test_online_decisions_match_offline_stop_times(policy_index, scheme_index, times):
     policy = TypeAdapter(Policy).validate_python(POLICIES[policy_index])
     name, s, params = SCHEMES[scheme_index]

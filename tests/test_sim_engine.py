@@ -142,3 +142,25 @@ def test_async_with_every_worker_crashed_for_good_is_a_clear_error():
     v = [{"scheme": "uncoded", "policy": {"name": "k_async", "k": 2}}]
     with pytest.raises(SimulationStuck, match="k_async waits for 2 distinct workers' results"):
         simulate_points([point(variants=v, failures=failures, iterations=5)])
+
+
+def test_a_deadline_iteration_where_everything_arrived_in_time_says_all_arrived_and_is_exact():
+    # crash_failures.yaml's approximate deadline variant: every message in by 0.1 s, far before the 0.5 s deadline
+    policy = {"name": "deadline", "deadline": 0.5, "fallback": "approximate"}
+    compute = {"per_partition": {"distribution": "deterministic", "value": 0.1}}
+    sc = scenario(variants=[{"scheme": "ignore_stragglers", "s": 2, "policy": policy}], compute=compute, iterations=5)
+    rec = simulate_synchronous(sc, sc.variants[0], scheme_for(sc, sc.variants[0]), 0)
+    assert list(rec.reason) == ["all_arrived"] * 5
+    assert rec.exact.all() and (rec.residual == 0).all()
+    assert (rec.duration == 0.1).all()
+
+
+def test_an_approximate_scheme_that_misses_the_deadline_is_approximate():
+    policy = {"name": "deadline", "deadline": 0.5, "fallback": "approximate"}
+    compute = {"per_partition": {"distribution": "deterministic", "value": 0.1}}
+    straggling = {"model": "fixed", "workers": [0], "slowdown": 10.0}
+    sc = scenario(variants=[{"scheme": "ignore_stragglers", "s": 2, "policy": policy}], compute=compute,
+                  straggling=straggling, iterations=3)  # fmt: skip
+    rec = simulate_synchronous(sc, sc.variants[0], scheme_for(sc, sc.variants[0]), 0)
+    assert list(rec.reason) == ["deadline"] * 3 and (rec.duration == 0.5).all()
+    assert not rec.exact.any() and (rec.residual > 0).all()

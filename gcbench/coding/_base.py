@@ -185,6 +185,20 @@ class Scheme(abc.ABC):
                 self._approximate.pop(next(iter(self._approximate)))
         return self._approximate[key]
 
+    def decode_quality(self, message_ids: Iterable[int]) -> tuple[bool, float]:
+        """Whether a received set decodes exactly, and its residual (0 when exact; inf for no message).
+
+        Exactness is the decode's, not the scheme's: an approximate scheme that
+        received everything decodes exactly too.
+        """
+        key = tuple(sorted(set(message_ids)))
+        if not key:
+            return False, float("inf")
+        if self.exact and self.can_decode(key):
+            return True, 0.0
+        found = self.approximate_decoding(key)
+        return (True, 0.0) if found.exact else (False, found.residual)
+
     # -- timing: when does a received set first decode? -----------------------------
     def decode_times(self, arrivals: np.ndarray) -> np.ndarray:
         """Per row of message arrival times (inf: never arrives), the first time the arrived set decodes.

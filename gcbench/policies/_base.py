@@ -35,8 +35,9 @@ class SynchronousPolicy(Config):
 
         ``received`` are message ids in arrival order; ``all_arrived``: no further
         message can arrive this iteration (every sender answered, or the rest
-        crashed for good). Called after each arrival, and at ``wake_at()`` when
-        that is finite. Must agree with ``stop_times``.
+        crashed for good). Called after each arrival with its time, and once with
+        ``elapsed == wake_at()`` exactly when that is finite, before any arrival
+        after it. Must agree with ``stop_times``.
         """
         raise NotImplementedError
 

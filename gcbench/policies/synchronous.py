@@ -63,34 +63,41 @@ class FastestK(SynchronousPolicy):
 class Deadline(SynchronousPolicy):
     """Stop at ``deadline`` seconds (or when all arrived); if what arrived does not decode, apply the fallback.
 
-    ``wait`` keeps waiting until the messages decode; ``approximate`` decodes
-    what arrived by the deadline (waiting for a first message if none did).
+    Stop reasons: ``all_arrived`` (every message in by the deadline), ``deadline``
+    (what arrived by then decodes), else the fallback: ``fallback_wait`` keeps
+    waiting until the messages decode; ``fallback_approximate`` decodes what
+    arrived by the deadline (waiting for a first message if none did).
     """
 
     name: Literal["deadline"] = "deadline"
     deadline: PositiveFloat
 
     def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
-        at_deadline = np.minimum(all_arrived(arrivals), self.deadline)
+        complete = all_arrived(arrivals)
+        at_deadline = np.minimum(complete, self.deadline)
         decodes_at = scheme.decode_times(arrivals)
         late = decodes_at > at_deadline
+        on_time = np.where(complete <= self.deadline, "all_arrived", "deadline")
         if self.fallback == "wait":
             stop = np.where(late, decodes_at, at_deadline)
-            reason = np.where(late, "fallback_wait", "deadline")
+            reason = np.where(late, "fallback_wait", on_time)
             return self._fallback(stop, reason.astype(object), arrivals)
         first = arrivals.min(axis=1)
         stop = np.maximum(at_deadline, first)
-        reason = np.where(late, "fallback_approximate", "deadline").astype(object)
+        reason = np.where(late, "fallback_approximate", on_time).astype(object)
         return PolicyOutcome(stop, reason)
 
     def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
-        if elapsed < self.deadline and len(set(received)) < len(scheme.message_owner):
-            return None  # before the deadline only a complete set stops the wait
-        if scheme.can_decode(received):
-            return "deadline" if elapsed <= self.deadline else "fallback_wait"
-        if self.fallback == "approximate":
+        if elapsed <= self.deadline:
+            if len(set(received)) == len(scheme.message_owner):
+                return "all_arrived"
+            if elapsed < self.deadline:
+                return None  # before the deadline only a complete set stops the wait
+            if scheme.can_decode(received):
+                return "deadline"
+        if self.fallback == "approximate":  # undecodable at the deadline: decode what arrived
             return "fallback_approximate" if received else None
-        return None
+        return "fallback_wait" if elapsed > self.deadline and scheme.can_decode(received) else None
 
     def wake_at(self) -> float:
         return self.deadline

@@ -102,7 +102,10 @@ class RayMaster:
                     failed.add(w)
             if not (todo := [w for w in todo if w not in cluster.dead]) and not cluster.in_flight({t}):
                 now = time.time()
-                reason = policy.stop_now(scheme, order, now - start, True)
+                if now >= wake:  # the policy decides as of its wake time, once
+                    reason, wake = policy.stop_now(scheme, order, wake - start, True), float("inf")
+                else:
+                    reason = policy.stop_now(scheme, order, now - start, True)
                 if reason is None and now < wake < deadline:  # nothing more can arrive; the policy decides at wake
                     time.sleep(wake - now)
                     continue
@@ -111,10 +114,14 @@ class RayMaster:
                 break
             event = cluster.next_event(min(deadline, wake, cluster.next_recovery(todo)))
             now = time.time()
+            if (event is None or event.at >= wake) and now >= wake:  # decide at the wake time before any later result
+                reason, wake = policy.stop_now(scheme, order, wake - start, False), float("inf")
+                if reason is not None:
+                    if event is not None:
+                        self._note_late(event)
+                    break
             if event is None:
-                if now >= wake:
-                    reason, wake = policy.stop_now(scheme, order, now - start, False), float("inf")
-                elif now >= deadline:
+                if now >= deadline:
                     raise self._timed_out(t, received)
                 continue
             if event.kind == "failed":
@@ -180,9 +187,8 @@ class RayMaster:
         return float(sum(losses.values()) * self.scheme.k / len(losses)) if losses else float("nan")
 
     def _decode(self, received: dict, order: list[int]) -> tuple[torch.Tensor, bool, float]:
-        exact = self.scheme.exact and self.scheme.can_decode(order)
+        exact, residual = self.scheme.decode_quality(order)
         gradient = torch.from_numpy(self.scheme.decode(received, d=self.d, approximate=not exact))
-        residual = 0.0 if exact else self.scheme.approximate_decoding(order).residual
         return gradient, exact, residual
 
     def shutdown(self) -> None:

@@ -116,17 +116,9 @@ def decoding_quality(rec: RunRecorder, scheme: Scheme) -> None:
     if scheme.symmetric:  # one decoding per distinct count of received messages
         counts = rec.used[pending].sum(axis=1)
         for count in np.unique(counts):
-            exact, residual = _quality(scheme, np.arange(count))
+            exact, residual = scheme.decode_quality(np.arange(count))
             rec.exact[pending[counts == count]] = exact
             rec.residual[pending[counts == count]] = residual
         return
     for t in pending:
-        rec.exact[t], rec.residual[t] = _quality(scheme, np.flatnonzero(rec.used[t]))
-
-
-def _quality(scheme: Scheme, ids: np.ndarray) -> tuple[bool, float]:
-    if not ids.size:
-        return False, np.inf
-    if scheme.exact and scheme.can_decode(ids):
-        return True, 0.0
-    return False, scheme.approximate_decoding(ids).residual
+        rec.exact[t], rec.residual[t] = scheme.decode_quality(np.flatnonzero(rec.used[t]))
