@@ -41,3 +41,14 @@ def local_ray():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     yield ray
     ray.shutdown()
+
+
+# what starts Ray or trains a network through the command line: minutes in all, so not the everyday lane
+SLOW_MODULES = {"test_real_resume.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """`pytest -m "not slow"` is the everyday lane (about a minute); CI runs everything."""
+    for item in items:
+        if "local_ray" in item.fixturenames or item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
