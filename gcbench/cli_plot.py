@@ -16,14 +16,14 @@ def plot_command(runs: list[Path], out: Path | None, report: bool, vector: str, 
         raise GcbenchError(f"--vector must be pdf or svg, got '{vector}'.")
     if target is not None and not 0 < target <= 1:
         raise GcbenchError(f"--target-accuracy must be in (0, 1], got {target}.")
-    from gcbench.plot.make import draw_runs, load_runs
+    from gcbench.plot.make import draw_runs, load_runs, pairing_notes
     from gcbench.plot.report import write_report
     from gcbench.plot.runs import latest_runs
 
     paths = runs or latest_runs()
     out = out if out is not None else Path(paths[0]) / FIGURES_FOLDER
     loaded = load_runs(paths, out)  # every damaged file is refused before anything is drawn
-    for note in (note for run in loaded for note in run.notes()):
+    for note in [note for run in loaded for note in run.notes()] + pairing_notes(loaded):
         typer.echo(f"note: {note}")
     written = draw_runs(loaded, out, ("png", vector), target)
     for item in written:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -58,6 +60,10 @@ def sim_run(tmp_path_factory) -> Path:
     return folder / "fixture-sim"
 
 
+# the real run's scenario sits at the simulated sweep's middle point, so that point is what it is compared with
+REAL_META = {"mode": "real", "scenario": {"name": "fixture", "straggling": {"slowdown": 4}}}
+
+
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory) -> Path:
     """A hand-made real-mode run: wall-clock times, loss and accuracy."""
@@ -78,7 +84,7 @@ def real_run(tmp_path_factory) -> Path:
             )
         )  # fmt: skip
     folder = tmp_path_factory.mktemp("real") / "fixture-real"
-    write_results(folder, pd.concat(frames, ignore_index=True), None, {"mode": "real", "scenario": {"name": "fixture"}})
+    write_results(folder, pd.concat(frames, ignore_index=True), None, REAL_META)
     return folder
 
 
@@ -214,6 +220,26 @@ def test_sim_vs_real_counts_iterations_gives_errors_and_hides_nothing(real_run, 
     assert not right.yaxis.label.get_window_extent(renderer).overlaps(left.get_tightbbox(renderer))
 
 
+def test_sim_vs_real_compares_the_sweep_point_the_real_run_is_at(real_run, sim_run, tmp_path):
+    from gcbench.plot.make import comparable_rows, pairing_notes
+
+    sim, real = load_run(sim_run), load_run(real_run)
+    assert set(comparable_rows(sim, real)["straggling.slowdown"]) == {4}
+    real.metadata["scenario"]["straggling"]["slowdown"] = 5
+    assert comparable_rows(sim, real) is None
+    assert pairing_notes([sim, real]) == [
+        f"no sweep point of {sim_run} has the values of {real_run}'s scenario: no simulated-against-measured figure"
+    ]
+    elsewhere = tmp_path / "fixture-real"
+    elsewhere.mkdir()
+    for name in ("iterations.parquet", "run.json"):
+        (elsewhere / name).write_bytes((real_run / name).read_bytes())
+    (elsewhere / "run.json").write_text(json.dumps(real.metadata))
+    result = runner.invoke(app, ["plot", str(sim_run), str(elsewhere), "-o", str(tmp_path / "o")])
+    assert result.exit_code == 0 and "no simulated-against-measured figure" in result.output
+    assert not list((tmp_path / "o").glob("*-vs-fixture-real*"))
+
+
 def test_a_single_evaluation_still_shows_in_the_training_figure(real_run):
     """Accuracy is evaluated every eval_every iterations: one evaluation must still draw a visible mark."""
     iterations = load_run(real_run).iterations.copy()
@@ -297,3 +323,15 @@ def test_without_runs_named_the_latest_is_plotted_beside_itself(sim_run, tmp_pat
     assert result.exit_code == 0, result.output
     assert (tmp_path / "results" / "fixture-sim" / "figures" / "fixture-sim-ecdf.png").is_file()
     assert not (tmp_path / "figures").exists()
+
+
+def test_the_readme_links_shipped_figures_and_they_carry_the_names_plot_gives():
+    """The README's figures exist, and every shipped figure is one its regeneration commands would write."""
+    from gcbench.plot.make import FIGURES
+
+    links = re.findall(r"\]\((figures/[^)]+)\)", (ROOT / "README.md").read_text())
+    assert links and all((ROOT / link).is_file() for link in links), links
+    stems = ("stragglers-sim", "cifar10-sim", "cifar10-real")  # results/stragglers, results/cifar10-{sim,real}
+    names = {f"{stem}-{spec.name}" for stem in stems for spec in FIGURES} | {"cifar10-sim-vs-cifar10-real"}
+    shipped = {path.stem for path in (ROOT / "figures").glob("*.png")}
+    assert shipped <= names, shipped - names

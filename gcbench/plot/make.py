@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 from matplotlib.figure import Figure
 
 from gcbench.plot import figures, style
@@ -108,13 +109,49 @@ def draw_runs(runs: list[Run], out: Path, formats: tuple[str, ...], target: floa
             if fig is not None:
                 caption = UPLOAD_ONLY if spec.name == "scheme-map" and run.workers is None else spec.caption
                 written.append(_save(fig, out / f"{run.stem}-{spec.name}", formats, _caption(caption, run)))
-    for sim in (r for r in runs if r.mode == "sim"):
-        for real in (r for r in runs if r.mode == "real" and r.scenario_name == sim.scenario_name):
-            fig = figures.sim_vs_real(sim.iterations, real.iterations)
-            if fig is not None:
-                caption = _caption(_caption(SIM_VS_REAL, sim), real)
-                written.append(_save(fig, out / f"{sim.stem}-vs-{real.stem}", formats, caption))
+    for sim, real, rows in pairs(runs):
+        fig = figures.sim_vs_real(rows, real.iterations) if rows is not None else None
+        if fig is not None:
+            caption = _caption(_caption(SIM_VS_REAL, sim), real)
+            written.append(_save(fig, out / f"{sim.stem}-vs-{real.stem}", formats, caption))
     return written
+
+
+def pairs(runs: list[Run]) -> list[tuple[Run, Run, pd.DataFrame | None]]:
+    """Each simulated and real run of one scenario, with the simulated rows comparable to the real ones."""
+    return [
+        (sim, real, comparable_rows(sim, real))
+        for sim in runs
+        if sim.mode == "sim"
+        for real in runs
+        if real.mode == "real" and real.scenario_name == sim.scenario_name
+    ]
+
+
+def comparable_rows(sim: Run, real: Run) -> pd.DataFrame | None:
+    """The simulated rows at the sweep point the real run's scenario is at (all of them without a sweep)."""
+    points = sim.metadata.get("sweep_points") or [{}]
+    if len(points) == 1:
+        return sim.iterations
+    scenario = real.metadata.get("scenario", {})
+    for index, values in enumerate(points):
+        if all(_at_path(scenario, path) == value for path, value in values.items()):
+            return sim.iterations[sim.iterations["point"] == index]
+    return None
+
+
+def pairing_notes(runs: list[Run]) -> list[str]:
+    return [
+        f"no sweep point of {sim.path} has the values of {real.path}'s scenario: no simulated-against-measured figure"
+        for sim, real, rows in pairs(runs)
+        if rows is None
+    ]
+
+
+def _at_path(tree: dict, path: str):
+    for key in path.split("."):
+        tree = tree.get(key) if isinstance(tree, dict) else None
+    return tree
 
 
 def _caption(caption: str, run: Run) -> str:
