@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.patches import Rectangle
 from typer.testing import CliRunner
@@ -253,3 +255,43 @@ def test_asynchronous_update_times_get_their_own_ecdf_panel():
     assert [ax.get_title() for ax in fig.axes] == ["synchronous policies", "asynchronous policies"]
     only_sync = figures.iteration_time_ecdf(sync)
     assert len(only_sync.axes) == 1 and only_sync.axes[0].get_xlabel() == "iteration time (s)"
+
+
+# damaged run directories, at random: every one is drawn or refused in a sentence, none ends in a traceback
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@pytest.mark.slow
+@settings(max_examples=30)
+@given(
+    table=st.sampled_from(["iterations.parquet", "workers.parquet", "run.json"]),
+    keep=st.floats(0, 1),
+    garbage=st.binary(max_size=16),
+)
+def test_a_damaged_file_never_ends_in_a_traceback(tmp_path_factory, table, keep, garbage):
+    run = make_run(tmp_path_factory.mktemp("fuzz") / "synthetic-1")
+    data = (run / table).read_bytes()
+    (run / table).write_bytes(data[: int(len(data) * keep)] + garbage)
+    assert plot(str(run), "-o", str(run / "o")).exit_code in (0, 2)
+
+
+@pytest.mark.slow
+@settings(max_examples=30)
+@given(key=st.sampled_from(["mode", "scenario", "sweep_points", "status", "iterations_planned", "name"]), value=JSON)
+@example(key="sweep_points", value=[{"a": 1}])  # a swept column the table lacks: was a KeyError
+@example(key="iterations_planned", value=True)  # was "partial: 20 of True iterations"
+@example(key="scenario", value={"name": None, "iterations": "x", "seeds": 3, "variants": None})
+def test_any_value_in_run_json_is_plotted_or_refused_in_a_sentence(tmp_path_factory, key, value):
+    run = make_run(tmp_path_factory.mktemp("fuzz") / "synthetic-1", status="interrupted")
+    metadata = json.loads((run / "run.json").read_text())
+    (metadata["scenario"] if key == "name" else metadata)[key] = value
+    (run / "run.json").write_text(json.dumps(metadata))
+    result = plot(str(run), "-o", str(run / "o"), "--report")
+    assert result.exit_code in (0, 2), result.output
+    assert result.exit_code == 0 or result.output.count("\n") == 1
+    assert " of True " not in result.output

@@ -80,7 +80,7 @@ def load_runs(paths: list[Path], out: Path) -> list[Run]:
     """Load and check every run, refusing two whose figures would share file names in out."""
     runs = [load_run(Path(p)) for p in paths]
     for run in runs:
-        require_columns(run.iterations, list(ITERATION_COLUMNS), "iterations", run.path)
+        require_columns(run.iterations, [*ITERATION_COLUMNS, *run.sweep_columns], "iterations", run.path)
         if run.workers is not None:
             require_columns(run.workers, list(WORKER_COLUMNS), "workers", run.path)
     check_distinct(runs, out)

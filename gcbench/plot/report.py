@@ -69,10 +69,11 @@ def write_report(runs: list[Run], written: list[Written], out: Path, target: flo
 
 def _run_section(run: Run, target: float | None, markdown: list[str], body: list[str]) -> None:
     scenario = run.metadata.get("scenario", {})
-    markdown += [f"## {run.mode} run `{run.path}`", "", scenario.get("description", ""), ""]
+    description = str(scenario.get("description", ""))
+    markdown += [f"## {run.mode} run `{run.path}`", "", description, ""]
     body += [
         f"<h2>{run.mode} run <code>{html.escape(str(run.path))}</code></h2>",
-        f"<p>{html.escape(scenario.get('description', ''))}</p>",
+        f"<p>{html.escape(description)}</p>",
     ]
     if run.partial:
         markdown += [f"**{run.partial}.**", ""]

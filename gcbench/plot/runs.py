@@ -37,7 +37,7 @@ class Run:
 
     @property
     def scenario_name(self) -> str:
-        return self.metadata.get("scenario", {}).get("name", self.label)
+        return str(self.metadata.get("scenario", {}).get("name", self.label))
 
     @property
     def label(self) -> str:
@@ -81,8 +81,9 @@ class Run:
 
 def planned_iterations(metadata: dict) -> int | None:
     """Iteration rows the run planned: run.json's count, else the scenario's iterations x variants x seeds."""
-    if isinstance(metadata.get("iterations_planned"), int):
-        return metadata["iterations_planned"]
+    planned = metadata.get("iterations_planned")
+    if isinstance(planned, int) and not isinstance(planned, bool) and planned > 0:
+        return planned
     scenario = metadata.get("scenario", {})
     try:
         runs = len(scenario["variants"]) * len(scenario["seeds"]) * max(1, len(metadata.get("sweep_points") or []))
@@ -121,7 +122,20 @@ def _read_metadata(path: Path) -> dict:
         raise GcbenchError(f"{path / 'run.json'} is not valid JSON ({error}).") from None
     if not isinstance(metadata, dict) or metadata.get("mode") not in MODES:
         raise GcbenchError(f"{path / 'run.json'} must be a JSON object whose 'mode' is 'sim' or 'real'.")
+    for key, kind, what in SHAPES:
+        if key in metadata and not kind(metadata[key]):
+            raise GcbenchError(f"{path / 'run.json'}: '{key}' must be {what}, not {json.dumps(metadata[key])[:60]}.")
     return metadata
+
+
+def _sweep_points(value) -> bool:
+    return isinstance(value, list) and all(isinstance(point, dict) for point in value)
+
+
+SHAPES = (  # what plotting reads from run.json besides the mode
+    ("scenario", lambda v: isinstance(v, dict), "an object (the scenario as loaded)"),
+    ("sweep_points", _sweep_points, "a list of objects (one per sweep point)"),
+)
 
 
 def _read_table(path: Path) -> pd.DataFrame:
