@@ -152,6 +152,19 @@ def test_a_run_without_iterations_yet_says_so(tmp_path):
     assert f"{run} has run.json but no iterations yet (the run wrote no checkpoint): nothing to plot." in result.output
 
 
+def test_by_default_a_newer_run_without_iterations_is_not_passed_over_in_silence(tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    make_run(tmp_path / "results" / "synthetic-1")
+    newer = tmp_path / "results" / "synthetic-2"
+    newer.mkdir()
+    (newer / "run.json").write_text(json.dumps({"mode": "real", "status": "running"}))
+    os.utime(newer, (2e9, 2e9))
+    result = plot()
+    assert result.exit_code == 2 and "results/synthetic-2 has run.json but no iterations yet" in result.output
+
+
 def test_an_empty_iterations_table_is_nothing_to_plot(tmp_path):
     run = make_run(tmp_path / "synthetic-1")
     iteration_rows(0).to_parquet(run / "iterations.parquet")

@@ -158,9 +158,14 @@ def check_distinct(runs: list[Run], out: Path) -> None:
 
 
 def latest_runs(root: Path = Path("results")) -> list[Path]:
-    """The most recent run under root, plus the latest run of the other mode for the same scenario."""
+    """The most recent run under root, plus the latest run of the other mode for the same scenario.
+
+    A run that has only its run.json so far counts (and is then refused, saying so) rather than being passed over
+    for an older one without a word.
+    """
     candidates = sorted(
-        (p for p in root.glob("*/") if (p / "iterations.parquet").is_file()), key=lambda p: p.stat().st_mtime
+        (p for p in root.glob("*/") if (p / "iterations.parquet").is_file() or (p / "run.json").is_file()),
+        key=lambda p: p.stat().st_mtime,
     )
     if not candidates:
         raise GcbenchError(f"no results directories under {root}/; run gcbench simulate first or name one.")
