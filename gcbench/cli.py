@@ -97,7 +97,12 @@ def simulate(
 @user_errors
 def plot(
     runs: Annotated[list[Path] | None, typer.Argument(help="Results directories (default: the most recent).")] = None,
-    out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the figures.")] = Path("figures"),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "-o", "--out", help="Where to write the figures (default: RUN/figures, beside the first run plotted)."
+        ),
+    ] = None,
     report: Annotated[bool, typer.Option("--report", help="Also write a Markdown and an HTML report.")] = False,
     vector: Annotated[str, typer.Option("--vector", help="Vector format beside each PNG: pdf or svg.")] = "pdf",
     target_accuracy: Annotated[

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -9,11 +11,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from typer.testing import CliRunner
 
 from gcbench.cli import app
 from gcbench.plot import figures
 from gcbench.plot.make import plot_runs
+from gcbench.plot.report import accuracy_lines
+from gcbench.plot.runs import load_run
+from gcbench.plot.style import legend_label
 from gcbench.results import write_results
 from gcbench.scenario import load_scenario
 from gcbench.sim.runner import simulate_points
@@ -32,8 +38,10 @@ failures: {model: crash, probability: 0.01, downtime: 0.5}
 variants:
   - {label: uncoded, scheme: uncoded, policy: wait_all}
   - {label: FR s=1, scheme: fr, s: 1}
+  - {label: CR s=1, scheme: cr, s: 1}
+  - {label: cyclic-MDS s=1, scheme: cyclic_mds, s: 1}
   - {label: CCE-CR s=1 m=2, scheme: cce_cr, s: 1, m: 2}
-sweep: {straggling.slowdown: [2, 8]}
+sweep: {straggling.slowdown: [2, 4, 8]}
 """
 
 
@@ -48,8 +56,12 @@ def sim_run(tmp_path_factory) -> Path:
         "scenario": points[0].scenario.model_dump(mode="json"),
         "sweep_points": [p.values for p in points],
     }
-    write_results(folder / "run", iterations, workers, meta)
-    return folder / "run"
+    write_results(folder / "fixture-sim", iterations, workers, meta)
+    return folder / "fixture-sim"
+
+
+# the real run's scenario sits at the simulated sweep's middle point, so that point is what it is compared with
+REAL_META = {"mode": "real", "scenario": {"name": "fixture", "straggling": {"slowdown": 4}}}
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +83,8 @@ def real_run(tmp_path_factory) -> Path:
                 }
             )
         )  # fmt: skip
-    folder = tmp_path_factory.mktemp("real") / "run"
-    write_results(folder, pd.concat(frames, ignore_index=True), None, {"mode": "real", "scenario": {"name": "fixture"}})
+    folder = tmp_path_factory.mktemp("real") / "fixture-real"
+    write_results(folder, pd.concat(frames, ignore_index=True), None, REAL_META)
     return folder
 
 
@@ -80,7 +92,18 @@ def labels_of(fig):
     axes = fig.axes
     texts = {ax.get_xlabel() for ax in axes} | {ax.get_ylabel() for ax in axes}
     legends = {t.get_text() for ax in axes if ax.get_legend() for t in ax.get_legend().get_texts()}
+    legends |= {t.get_text() for legend in fig.legends for t in legend.get_texts()}
     return texts, legends
+
+
+def line_styles(fig) -> dict[str, object]:
+    """Each labelled line's dash pattern, by its legend label."""
+    legend = [lg for ax in fig.axes for lg in [ax.get_legend()] if lg] + list(fig.legends)
+    return {
+        text.get_text(): line.get_linestyle()
+        for lg in legend
+        for line, text in zip(lg.get_lines(), lg.get_texts(), strict=True)
+    }
 
 
 def test_every_figure_is_written_non_trivially(sim_run, real_run, tmp_path):
@@ -88,51 +111,137 @@ def test_every_figure_is_written_non_trivially(sim_run, real_run, tmp_path):
     names = {w.name for w in written}
     expected = {"ecdf", "mean-vs-sweep", "speedup-vs-sweep", "timeline", "scheme-map"}
     assert {f"fixture-sim-{n}" for n in expected} <= names
-    assert {"fixture-real-training", "fixture-real-ecdf", "fixture-sim-vs-real"} <= names
+    assert {"fixture-real-training", "fixture-real-ecdf", "fixture-sim-vs-fixture-real"} <= names
     for item in written:
         for path in item.files:
             assert path.is_file() and path.stat().st_size > 5_000, path
 
 
 def test_ecdf_and_sweep_figures_carry_labels_and_legends(sim_run):
-    from gcbench.plot.runs import load_run
-
     run = load_run(sim_run)
     texts, legends = labels_of(figures.iteration_time_ecdf(run.iterations))
     assert "iteration time (s)" in texts
-    assert {"uncoded · wait_all", "FR s=1 · decodable", "CCE-CR s=1 m=2 · decodable"} <= legends
+    assert {"uncoded", "FR s=1", "CCE-CR s=1 m=2"} <= legends
     texts, legends = labels_of(figures.mean_vs_sweep(run.iterations))
-    assert {"straggling.slowdown (×)", "mean iteration time (s)"} <= texts and "FR s=1 · decodable" in legends
+    assert {"straggling.slowdown (×)", "mean iteration time (s)"} <= texts and "FR s=1" in legends
     texts, _ = labels_of(figures.speedup_vs_sweep(run.iterations))
     assert "speedup over baseline (×)" in texts
-    texts, legends = labels_of(figures.worker_timeline(run.iterations, run.workers))
-    assert "time since iteration 0 began (s); iterations 0 to 5" in texts
     texts, legends = labels_of(figures.scheme_map(run.iterations, run.workers))
     assert {"stragglers tolerated, s", "load (partitions per worker)", "upload (gradients per message)"} <= texts
-    fig = figures.scheme_map(run.iterations, run.workers)
-    legend = {t.get_text() for legend in fig.legends for t in legend.get_texts()}
-    assert legend == {"uncoded · wait_all", "FR s=1 · decodable", "CCE-CR s=1 m=2 · decodable"}
+    assert legends == {"uncoded", "FR s=1", "CR s=1", "cyclic-MDS s=1", "CCE-CR s=1 m=2"}
+
+
+def test_legends_drop_the_default_policy_and_keep_any_other():
+    assert legend_label("FR s=2", "fr", "decodable") == "FR s=2"
+    assert legend_label("uncoded", "uncoded", "wait_all") == "uncoded"  # for uncoded, the same rule as the default
+    assert legend_label("FR s=2", "fr", "wait_all") == "FR s=2 · wait_all"
+    assert legend_label("fastest-8", "uncoded", "fastest_k") == "fastest-8 · uncoded / fastest_k"
+
+
+def test_a_curve_lying_exactly_on_another_is_drawn_dashed_and_says_so(sim_run):
+    """CR and cyclic-MDS have the same support and decoding rule: in scenarios/stragglers.yaml their times are
+    identical, and one line hid the other. Here cyclic-MDS is given exactly CR's times."""
+    iterations = load_run(sim_run).iterations
+    cr = iterations[iterations["variant"] == "CR s=1"]
+    mds = iterations["variant"] == "cyclic-MDS s=1"
+    iterations.loc[mds, ["start", "end", "duration"]] = cr[["start", "end", "duration"]].to_numpy()
+    for fig in (
+        figures.iteration_time_ecdf(iterations),
+        figures.mean_vs_sweep(iterations),
+        figures.speedup_vs_sweep(iterations),
+    ):
+        styles = line_styles(fig)
+        assert "cyclic-MDS s=1 (same curve as CR s=1)" in styles, styles
+        assert styles["cyclic-MDS s=1 (same curve as CR s=1)"] != styles["CR s=1"]
+        assert sum("same curve" in label for label in styles) == 1  # the others are drawn plainly
+
+
+def test_a_geometric_sweep_has_a_logarithmic_axis_with_its_values_as_ticks(sim_run):
+    run = load_run(sim_run)
+    ax = figures.speedup_vs_sweep(run.iterations).axes[0]
+    assert ax.get_xscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["2", "4", "8"]
+    arithmetic = run.iterations.replace({"straggling.slowdown": {8.0: 6.0}})  # 2, 4, 6
+    assert figures.speedup_vs_sweep(arithmetic).axes[0].get_xscale() == "linear"
+    assert figures.is_geometric(np.array([1.5, 3, 6, 12, 24])) and not figures.is_geometric(np.array([2.0, 8.0]))
+
+
+def test_scheme_map_caption_describes_its_two_panels(sim_run):
+    from gcbench.plot.make import FIGURES
+
+    caption = next(spec.caption for spec in FIGURES if spec.name == "scheme-map")
+    fig = figures.scheme_map(load_run(sim_run).iterations, load_run(sim_run).workers)
+    assert [ax.get_ylabel() for ax in fig.axes] == ["load (partitions per worker)", "upload (gradients per message)"]
+    assert "load (partitions per worker, left)" in caption and "upload per message (gradients, right)" in caption
+    assert "marker area" not in caption
 
 
 def test_real_run_figures(real_run, sim_run):
-    from gcbench.plot.runs import load_run
-
     real, sim = load_run(real_run), load_run(sim_run)
     texts, legends = labels_of(figures.training_curves(real.iterations, 0.4, "real"))
     assert {"training loss", "test accuracy", "iteration", "wall-clock time (s)"} <= texts
-    assert "FR s=1 · decodable" in legends
+    assert "FR s=1 (same curve per iteration as uncoded)" in legends  # the fixture's losses are equal
     at_first_point = sim.iterations[sim.iterations["point"] == 0]
     texts, legends = labels_of(figures.sim_vs_real(at_first_point, real.iterations))
     assert {"simulated mean iteration time (s)", "measured mean iteration time (s)"} <= texts
-    assert {"FR s=1 · decodable (simulated)", "FR s=1 · decodable (measured)", "simulated = measured"} <= legends
+    assert {"simulated", "measured", "simulated = measured"} <= legends
     reached = figures.time_to_accuracy(real.iterations, 0.4).set_index("variant")["seconds"]
     assert np.isfinite(reached["FR s=1"])
 
 
+def test_accuracy_is_in_percent_like_its_target(real_run):
+    fig = figures.training_curves(load_run(real_run).iterations, 0.4, "real")
+    FigureCanvasAgg(fig).draw()
+    for ax in (ax for ax in fig.axes if ax.get_ylabel() == "test accuracy" or ax.get_xlabel() == "iteration"):
+        if any(t.get_text().startswith("target") for t in ax.texts):
+            labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+            assert labels and all(label.endswith("%") for label in labels), labels
+            assert [t.get_text() for t in ax.texts] == ["target 40.0%"]
+    unreached = figures.training_curves(load_run(real_run).iterations, 0.9, "real")
+    assert "target 90.0% (not reached)" in {t.get_text() for ax in unreached.axes for t in ax.texts}
+
+
+def test_sim_vs_real_counts_iterations_gives_errors_and_hides_nothing(real_run, sim_run):
+    real, sim = load_run(real_run), load_run(sim_run)
+    at_first_point = sim.iterations[sim.iterations["point"] == 0]
+    fig = figures.sim_vs_real(at_first_point, real.iterations)
+    left, right = fig.axes
+    for ax in (left, right):
+        assert ax.get_legend() is None  # the legend sits below both panels, over no curve
+        assert "simulated: 80 · measured: 30 iterations per variant" in ax.get_title()
+    simulated = at_first_point[at_first_point["variant"] == "FR s=1"]["duration"].mean()
+    measured = real.iterations[real.iterations["variant"] == "FR s=1"]["duration"].mean()
+    _, legends = labels_of(fig)
+    assert f"FR s=1: simulated mean {(simulated - measured) / measured:+.0%} off measured" in legends
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    legend_box = fig.legends[0].get_window_extent(renderer)
+    assert not any(legend_box.overlaps(ax.get_window_extent(renderer)) for ax in (left, right))
+    assert not right.yaxis.label.get_window_extent(renderer).overlaps(left.get_tightbbox(renderer))
+
+
+def test_sim_vs_real_compares_the_sweep_point_the_real_run_is_at(real_run, sim_run, tmp_path):
+    from gcbench.plot.make import comparable_rows, pairing_notes
+
+    sim, real = load_run(sim_run), load_run(real_run)
+    assert set(comparable_rows(sim, real)["straggling.slowdown"]) == {4}
+    real.metadata["scenario"]["straggling"]["slowdown"] = 5
+    assert comparable_rows(sim, real) is None
+    assert pairing_notes([sim, real]) == [
+        f"no sweep point of {sim_run} has the values of {real_run}'s scenario: no simulated-against-measured figure"
+    ]
+    elsewhere = tmp_path / "fixture-real"
+    elsewhere.mkdir()
+    for name in ("iterations.parquet", "run.json"):
+        (elsewhere / name).write_bytes((real_run / name).read_bytes())
+    (elsewhere / "run.json").write_text(json.dumps(real.metadata))
+    result = runner.invoke(app, ["plot", str(sim_run), str(elsewhere), "-o", str(tmp_path / "o")])
+    assert result.exit_code == 0 and "no simulated-against-measured figure" in result.output
+    assert not list((tmp_path / "o").glob("*-vs-fixture-real*"))
+
+
 def test_a_single_evaluation_still_shows_in_the_training_figure(real_run):
     """Accuracy is evaluated every eval_every iterations: one evaluation must still draw a visible mark."""
-    from gcbench.plot.runs import load_run
-
     iterations = load_run(real_run).iterations.copy()
     iterations.loc[iterations["iteration"] < 29, "accuracy"] = np.nan
     fig = figures.training_curves(iterations, None, "real")
@@ -154,17 +263,31 @@ def test_report_and_cli_output(sim_run, tmp_path):
     result = runner.invoke(app, ["plot", str(sim_run), "-o", str(out), "--report", "--vector", "svg"])
     assert result.exit_code == 0, result.output
     assert "fixture-sim-ecdf.png" in result.output and (out / "fixture-sim-ecdf.svg").is_file()
-    report = (out / "fixture-report.md").read_text()
+    report = (out / "fixture-sim-report.md").read_text()
     assert "![Distribution of iteration times" in report and "| variant |" in report
-    assert "<figcaption>" in (out / "fixture-report.html").read_text()
+    assert "<figcaption>" in (out / "fixture-sim-report.html").read_text()
 
 
-def test_report_times_the_target_accuracy(real_run, tmp_path):
+def test_report_times_the_target_accuracy_only_where_it_was_reached(real_run, tmp_path):
     result = runner.invoke(app, ["plot", str(real_run), "-o", str(tmp_path), "--report", "--target-accuracy", "0.3"])
     assert result.exit_code == 0, result.output
-    assert "Time to reach 30.0% test accuracy (s):" in (tmp_path / "fixture-report.md").read_text()
+    assert "Time to reach 30.0% test accuracy (s):" in (tmp_path / "fixture-real-report.md").read_text()
+    result = runner.invoke(app, ["plot", str(real_run), "-o", str(tmp_path), "--report", "--target-accuracy", "0.9"])
+    report = (tmp_path / "fixture-real-report.md").read_text()
+    assert "No variant reached 90.0% test accuracy (the best reached 50.0%)." in report
+    assert "Time to reach" not in report
     result = runner.invoke(app, ["plot", str(real_run), "-o", str(tmp_path), "--target-accuracy", "3"])
     assert result.exit_code == 2 and "--target-accuracy must be in (0, 1]" in result.output
+
+
+def test_report_names_the_variants_that_missed_the_target(real_run, tmp_path):
+    iterations = load_run(real_run).iterations
+    iterations.loc[iterations["variant"] == "uncoded", "accuracy"] *= 0.5  # uncoded peaks at 25%
+    run = load_run(real_run)
+    run.iterations = iterations
+    sentence, reached = accuracy_lines(run, 0.4)
+    assert sentence == "Time to reach 40.0% test accuracy (s) (uncoded: not reached):"
+    assert list(reached["variant"]) == ["FR s=1"]
 
 
 def test_not_a_results_directory_exits_2(tmp_path):
@@ -173,13 +296,14 @@ def test_not_a_results_directory_exits_2(tmp_path):
         capture_output=True,
         text=True,
     )
-    assert done.returncode == 2 and "not a gcbench results directory" in done.stderr
+    assert done.returncode == 2 and "not a gcbench results directory" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_a_missing_column_is_a_message(sim_run, tmp_path):
     broken = tmp_path / "broken"
     broken.mkdir()
     pd.read_parquet(sim_run / "iterations.parquet").drop(columns=["duration"]).to_parquet(broken / "iterations.parquet")
+    (broken / "run.json").write_text((sim_run / "run.json").read_text())
     result = runner.invoke(app, ["plot", str(broken), "-o", str(tmp_path / "o")])
     assert result.exit_code == 2 and "has no column 'duration'" in result.output
 
@@ -188,3 +312,26 @@ def test_no_runs_at_all_is_a_message(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["plot"])
     assert result.exit_code == 2 and "no results directories under results/" in result.output
+
+
+def test_without_runs_named_the_latest_is_plotted_beside_itself(sim_run, tmp_path, monkeypatch):
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(sim_run, tmp_path / "results" / "fixture-sim")
+    result = runner.invoke(app, ["plot"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "results" / "fixture-sim" / "figures" / "fixture-sim-ecdf.png").is_file()
+    assert not (tmp_path / "figures").exists()
+
+
+def test_the_readme_links_shipped_figures_and_they_carry_the_names_plot_gives():
+    """The README's figures exist, and every shipped figure is one its regeneration commands would write."""
+    from gcbench.plot.make import FIGURES
+
+    links = re.findall(r"\]\((figures/[^)]+)\)", (ROOT / "README.md").read_text())
+    assert links and all((ROOT / link).is_file() for link in links), links
+    stems = ("stragglers-sim", "cifar10-sim", "cifar10-real")  # results/stragglers, results/cifar10-{sim,real}
+    names = {f"{stem}-{spec.name}" for stem in stems for spec in FIGURES} | {"cifar10-sim-vs-cifar10-real"}
+    shipped = {path.stem for path in (ROOT / "figures").glob("*.png")}
+    assert shipped <= names, shipped - names

@@ -1,4 +1,8 @@
-"""Render every figure the data allows for some results directories, and optionally a report."""
+"""Render every figure the data allows for some results directories, and optionally a report.
+
+File names start with the run directory's name (and mode), so two runs of one scenario plotted into one
+folder never write the same file; the same run plotted again replaces its own figures.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 from matplotlib.figure import Figure
 
 from gcbench.plot import figures, style
-from gcbench.plot.runs import Run, load_run, require_columns
+from gcbench.plot.runs import Run, check_distinct, load_run, require_columns
 from gcbench.results.schema import ITERATION_COLUMNS, WORKER_COLUMNS
 
 
@@ -23,7 +28,8 @@ class FigureSpec:
 FIGURES = (
     FigureSpec(
         "ecdf",
-        "Distribution of iteration times per variant (ECDF).",
+        "Distribution of iteration times per variant (ECDF) at the last sweep point; asynchronous policies' "
+        "times between model updates in a panel of their own.",
         lambda r, _: figures.iteration_time_ecdf(r.iterations),
     ),
     FigureSpec(
@@ -38,19 +44,28 @@ FIGURES = (
     ),
     FigureSpec(
         "training",
-        "Training loss and test accuracy against time and iterations.",
+        "Training loss and test accuracy (%) against time and iterations.",
         lambda r, target: figures.training_curves(r.iterations, target, r.mode),
     ),
     FigureSpec(
         "timeline",
-        "Worker timeline: compute, injected delay, arrivals, unused work and crashes.",
+        "Worker timeline of the baseline and the fastest variant (last sweep point, first seed): compute, "
+        "injected delay, arrivals, unused work and crashes.",
         lambda r, _: figures.worker_timeline(r.iterations, r.workers),
     ),
     FigureSpec(
         "scheme-map",
-        "Load against straggler tolerance; marker area is the upload per message.",
+        "Computation load (partitions per worker, left) and upload per message (gradients, right) against the "
+        "stragglers tolerated, per variant.",
         lambda r, _: figures.scheme_map(r.iterations, r.workers),
     ),
+)
+UPLOAD_ONLY = (
+    "Upload per message (gradients) against the stragglers tolerated, per variant (no workers.parquet: no load)."
+)
+SIM_VS_REAL = (
+    "Simulated against measured iteration times: distributions, and a parity plot of means whose legend gives "
+    "the simulation's relative error per variant."
 )
 
 
@@ -61,6 +76,17 @@ class Written:
     files: list[Path]
 
 
+def load_runs(paths: list[Path], out: Path) -> list[Run]:
+    """Load and check every run, refusing two whose figures would share file names in out."""
+    runs = [load_run(Path(p)) for p in paths]
+    for run in runs:
+        require_columns(run.iterations, [*ITERATION_COLUMNS, *run.sweep_columns], "iterations", run.path)
+        if run.workers is not None:
+            require_columns(run.workers, list(WORKER_COLUMNS), "workers", run.path)
+    check_distinct(runs, out)
+    return runs
+
+
 def plot_runs(
     paths: list[Path], out: Path, formats: tuple[str, ...] = ("png", "pdf"), target: float | None = None
 ) -> tuple[list[Run], list[Written]]:
@@ -68,32 +94,74 @@ def plot_runs(
 
     ``target`` is the test accuracy whose time-to-reach is marked (default: 90% of the best reached).
     """
+    runs = load_runs(paths, out)
+    return runs, draw_runs(runs, out, formats, target)
+
+
+def draw_runs(runs: list[Run], out: Path, formats: tuple[str, ...], target: float | None) -> list[Written]:
+    """Render the figures of loaded runs into out."""
     style.apply()
-    runs = [load_run(Path(p)) for p in paths]
-    for run in runs:
-        require_columns(run.iterations, list(ITERATION_COLUMNS), "iterations", run.path)
-        if run.workers is not None:
-            require_columns(run.workers, list(WORKER_COLUMNS), "workers", run.path)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for run in runs:
         for spec in FIGURES:
             fig = spec.draw(run, target if target is not None else figures.default_target(run.iterations))
             if fig is not None:
-                written.append(_save(fig, out / f"{run.scenario_name}-{run.mode}-{spec.name}", formats, spec.caption))
-    for sim in (r for r in runs if r.mode == "sim"):
-        for real in (r for r in runs if r.mode == "real" and r.scenario_name == sim.scenario_name):
-            fig = figures.sim_vs_real(sim.iterations, real.iterations)
-            if fig is not None:
-                caption = "Simulated against measured iteration times: distributions and a parity plot of means."
-                written.append(_save(fig, out / f"{sim.scenario_name}-sim-vs-real", formats, caption))
-    return runs, written
+                caption = UPLOAD_ONLY if spec.name == "scheme-map" and run.workers is None else spec.caption
+                written.append(_save(fig, out / f"{run.stem}-{spec.name}", formats, _caption(caption, run)))
+    for sim, real, rows in pairs(runs):
+        fig = figures.sim_vs_real(rows, real.iterations) if rows is not None else None
+        if fig is not None:
+            caption = _caption(_caption(SIM_VS_REAL, sim), real)
+            written.append(_save(fig, out / f"{sim.stem}-vs-{real.stem}", formats, caption))
+    return written
+
+
+def pairs(runs: list[Run]) -> list[tuple[Run, Run, pd.DataFrame | None]]:
+    """Each simulated and real run of one scenario, with the simulated rows comparable to the real ones."""
+    return [
+        (sim, real, comparable_rows(sim, real))
+        for sim in runs
+        if sim.mode == "sim"
+        for real in runs
+        if real.mode == "real" and real.scenario_name == sim.scenario_name
+    ]
+
+
+def comparable_rows(sim: Run, real: Run) -> pd.DataFrame | None:
+    """The simulated rows at the sweep point the real run's scenario is at (all of them without a sweep)."""
+    points = sim.metadata.get("sweep_points") or [{}]
+    if len(points) == 1:
+        return sim.iterations
+    scenario = real.metadata.get("scenario", {})
+    for index, values in enumerate(points):
+        if all(_at_path(scenario, path) == value for path, value in values.items()):
+            return sim.iterations[sim.iterations["point"] == index]
+    return None
+
+
+def pairing_notes(runs: list[Run]) -> list[str]:
+    return [
+        f"no sweep point of {sim.path} has the values of {real.path}'s scenario: no simulated-against-measured figure"
+        for sim, real, rows in pairs(runs)
+        if rows is None
+    ]
+
+
+def _at_path(tree: dict, path: str):
+    for key in path.split("."):
+        tree = tree.get(key) if isinstance(tree, dict) else None
+    return tree
+
+
+def _caption(caption: str, run: Run) -> str:
+    return f"{caption} ({run.label}: {run.partial})" if run.partial else caption
 
 
 def _save(fig: Figure, stem: Path, formats: tuple[str, ...], caption: str) -> Written:
     files = []
     for fmt in formats:
-        path = stem.with_suffix(f".{fmt}")
+        path = stem.parent / f"{stem.name}.{fmt}"  # not with_suffix: a run's name may hold a dot
         fig.savefig(path)
         files.append(path)
     return Written(stem.name, caption, files)

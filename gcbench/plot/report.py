@@ -29,31 +29,31 @@ def markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def report_name(runs: list[Run]) -> str:
+    """Named after the runs' directories, as their figures are, so reports of different runs never collide."""
+    return "+".join(run.label for run in runs)
+
+
+def accuracy_lines(run: Run, target: float | None) -> tuple[str, pd.DataFrame | None]:
+    """A sentence on the time to reach the target accuracy, and the table of the variants that reached it."""
+    goal = target if target is not None else figures.default_target(run.iterations)
+    if goal is None:
+        return "", None
+    reached = figures.time_to_accuracy(run.iterations, goal).dropna().round(3)
+    if reached.empty:
+        best = run.iterations["accuracy"].max()
+        return f"No variant reached {goal:.1%} test accuracy (the best reached {best:.1%}).", None
+    missed = [v for v in run.iterations["variant"].drop_duplicates() if v not in set(reached["variant"])]
+    rest = f" ({', '.join(missed)}: not reached)" if missed else ""
+    return f"Time to reach {goal:.1%} test accuracy (s){rest}:", reached
+
+
 def write_report(runs: list[Run], written: list[Written], out: Path, target: float | None = None) -> list[Path]:
     name = runs[0].scenario_name
     markdown = [f"# gcbench report: {name}", ""]
     body = [f"<h1>gcbench report: {html.escape(name)}</h1>"]
     for run in runs:
-        scenario = run.metadata.get("scenario", {})
-        markdown += [f"## {run.mode} run `{run.path}`", "", scenario.get("description", ""), ""]
-        markdown += [
-            "```json",
-            json.dumps(scenario, indent=1)[:4000],
-            "```",
-            "",
-            markdown_table(summary_table(run)),
-            "",
-        ]
-        body += [
-            f"<h2>{run.mode} run <code>{html.escape(str(run.path))}</code></h2>",
-            f"<p>{html.escape(scenario.get('description', ''))}</p>",
-        ]
-        body += [summary_table(run).to_html(index=False, border=0)]
-        goal = target if target is not None else figures.default_target(run.iterations)
-        if goal is not None:
-            reached = figures.time_to_accuracy(run.iterations, goal).round(3)
-            markdown += [f"Time to reach {goal:.1%} test accuracy (s):", "", markdown_table(reached), ""]
-            body += [f"<p>Time to reach {goal:.1%} test accuracy (s):</p>", reached.to_html(index=False, border=0)]
+        _run_section(run, target, markdown, body)
     markdown += ["## Figures", ""]
     body += ["<h2>Figures</h2>"]
     for item in written:
@@ -61,7 +61,28 @@ def write_report(runs: list[Run], written: list[Written], out: Path, target: flo
         markdown += [f"![{item.caption}]({png.name})", "", f"*{item.name}*: {item.caption}", ""]
         caption = html.escape(item.caption)
         body += [f'<figure><img src="{png.name}" style="max-width:100%"><figcaption>{caption}</figcaption></figure>']
-    paths = [out / f"{name}-report.md", out / f"{name}-report.html"]
+    paths = [out / f"{report_name(runs)}-report.md", out / f"{report_name(runs)}-report.html"]
     paths[0].write_text("\n".join(markdown) + "\n")
     paths[1].write_text("<!doctype html><meta charset='utf-8'><title>gcbench report</title>\n" + "\n".join(body) + "\n")
     return paths
+
+
+def _run_section(run: Run, target: float | None, markdown: list[str], body: list[str]) -> None:
+    scenario = run.metadata.get("scenario", {})
+    description = str(scenario.get("description", ""))
+    markdown += [f"## {run.mode} run `{run.path}`", "", description, ""]
+    body += [
+        f"<h2>{run.mode} run <code>{html.escape(str(run.path))}</code></h2>",
+        f"<p>{html.escape(description)}</p>",
+    ]
+    if run.partial:
+        markdown += [f"**{run.partial}.**", ""]
+        body += [f"<p><strong>{html.escape(run.partial)}.</strong></p>"]
+    markdown += ["```json", json.dumps(scenario, indent=1)[:4000], "```", "", markdown_table(summary_table(run)), ""]
+    body += [summary_table(run).to_html(index=False, border=0)]
+    sentence, reached = accuracy_lines(run, target)
+    if sentence:
+        markdown += [sentence, ""] + ([markdown_table(reached), ""] if reached is not None else [])
+        body += [f"<p>{html.escape(sentence)}</p>"] + (
+            [reached.to_html(index=False, border=0)] if reached is not None else []
+        )

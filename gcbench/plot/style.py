@@ -11,6 +11,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from gcbench.policies import Decodable  # noqa: E402
+
 # Registry order, so a scheme keeps its colour across figures and runs.
 SCHEMES = ("uncoded", "ignore_stragglers", "fr", "cr", "cyclic_mds", "cce_cr", "cce_fr")
 _PALETTE = sns.color_palette("colorblind", 10)
@@ -62,8 +64,15 @@ def variant_styles(iterations) -> dict[str, dict]:
     return styles
 
 
+# The policy a variant gets when the scenario names none; for uncoded training, waiting for all is the same rule
+# (it decodes from every message only), so neither is worth a word in a legend.
+DEFAULT_POLICY = Decodable.model_fields["name"].default
+SAME_AS_DEFAULT = {"uncoded": ("wait_all",)}
+
+
 def legend_label(variant: str, scheme: str, policy: str) -> str:
-    """The variant's label, plus its scheme and policy where the label does not already name them."""
+    """The variant's label, plus its scheme and a non-default policy where the label does not already name them."""
     squashed = variant.lower().replace("-", "").replace("_", "").replace(" ", "")
-    missing = [name for name in (scheme, policy) if name.replace("_", "") not in squashed]
+    named = [scheme] if policy == DEFAULT_POLICY or policy in SAME_AS_DEFAULT.get(scheme, ()) else [scheme, policy]
+    missing = [name for name in named if name.replace("_", "") not in squashed]
     return f"{variant} · {' / '.join(missing)}" if missing else variant
