@@ -108,11 +108,13 @@ class RunProgress:
 
     def line(self, key: int) -> None:
         pace = self.paces[key]
-        self.console.print(f"{self.names[key]}: {pace.done}/{pace.total} iterations, {self.info(key)}", highlight=False)
+        self.console.print(
+            f"{self.names[key]}: {pace.done}/{pace.total} iterations, {self.info(key)}", highlight=False, soft_wrap=True
+        )
         self.last_line = time.monotonic()
 
     def say(self, message: str) -> None:
-        self.console.print(message, highlight=False)
+        self.console.print(message, highlight=False, soft_wrap=True)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -36,7 +36,11 @@ def run_real(
             planned = (
                 scenario.iterations * len(scenario.seeds) * (len(scenario.variants) if meta["backend"] == "ray" else 1)
             )
-            console.print(f"{resume}: the run is complete ({planned} of {planned} iterations); nothing to resume.")
+            console.print(
+                f"{resume}: the run is complete ({planned} of {planned} iterations); nothing to resume.",
+                highlight=False,
+                soft_wrap=True,
+            )
             return resume
         path, backend, out = Path(meta["scenario_file"]), meta["backend"], resume
     else:
@@ -66,9 +70,9 @@ def _train(scenario: Scenario, path: Path, backend: str, out: Path, address, met
     runs = build_runs(scenario, backend, data, out)  # checks the checkpoints before anything starts
     if resumed:
         meta.setdefault("resumes", []).append(resume_entry([continued(run) for run in runs]))
-        console.print(f"resuming {out}:", highlight=False)
+        console.print(f"resuming {out}:", highlight=False, soft_wrap=True)
         for run in runs:
-            console.print(f"  {describe(run)}: {continues(run)}", highlight=False)
+            console.print(f"  {describe(run)}: {continues(run)}", highlight=False, soft_wrap=True)
     if backend == "ray":
         start_ray(address)
     session = Session(scenario, runs, out, meta, RunProgress(console))
@@ -77,7 +81,7 @@ def _train(scenario: Scenario, path: Path, backend: str, out: Path, address, met
             status = session.train()
     except KeyboardInterrupt as interrupt:
         how = "SIGTERM" if isinstance(interrupt, Terminated) else "SIGINT"
-        console.print(interrupted(runs, out, how, scenario.training.checkpoint_every), highlight=False)
+        console.print(interrupted(runs, out, how, scenario.training.checkpoint_every), highlight=False, soft_wrap=True)
         raise SystemExit(EXIT_CODES[how]) from None
     report(session, status, out, console)
     return out
@@ -130,15 +134,16 @@ def report(session, status: str, out: Path, console) -> None:
     summary.to_csv(out / "summary.csv", index=False)
     print_summary(summary, [], console)
     if note := interval_note(summary):
-        console.print(note, highlight=False)
+        console.print(note, highlight=False, soft_wrap=True)
     evaluated = iterations.dropna(subset=["accuracy"]).groupby(["variant", "seed"], sort=False)
     for (variant, seed), last in evaluated[["accuracy", "iteration"]].last().iterrows():
         console.print(
             f"{variant}, seed {seed}: test accuracy {last['accuracy']:.1%} after {int(last['iteration']) + 1} "
             "iterations",
             highlight=False,
+            soft_wrap=True,
         )
-    console.print(f"results: {out}", highlight=False)
+    console.print(f"results: {out}", highlight=False, soft_wrap=True)
     if status == "stopped":
         raise GcbenchError(
             f"{len(session.stopped)} variant(s) stopped early ({', '.join(session.stopped)}); "
