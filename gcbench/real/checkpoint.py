@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,9 @@ def load_checkpoint(path: Path, scenario, variant, data) -> dict[str, Any] | Non
     if not path.is_file():
         return None
     try:
-        state = torch.load(path, weights_only=True)
+        with warnings.catch_warnings():  # torch warns about foreign pickles before it refuses them
+            warnings.simplefilter("ignore")
+            state = torch.load(path, weights_only=True)
     except Exception:  # noqa: BLE001 - whatever the loader says, the file is not one gcbench wrote
         raise _damaged(path, "it cannot be read as a weights-only torch file") from None
     problem = _structure_problem(state, scenario.iterations, scheme_workers(scenario, variant))
