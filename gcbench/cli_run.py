@@ -76,11 +76,12 @@ def _train(scenario: Scenario, path: Path, backend: str, out: Path, address, met
     if backend == "ray":
         start_ray(address)
     session = Session(scenario, runs, out, meta, RunProgress(console))
+    guard = sigterm_as_interrupt()
     try:
-        with sigterm_as_interrupt():
+        with guard:
             status = session.train()
     except KeyboardInterrupt as interrupt:
-        how = "SIGTERM" if isinstance(interrupt, Terminated) else "SIGINT"
+        how = "SIGTERM" if isinstance(interrupt, Terminated) or guard.terminated else "SIGINT"
         console.print(interrupted(runs, out, how, scenario.training.checkpoint_every), highlight=False, soft_wrap=True)
         raise SystemExit(EXIT_CODES[how]) from None
     report(session, status, out, console)

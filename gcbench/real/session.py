@@ -171,19 +171,23 @@ class signals_ignored:
             signal.signal(number, handler)
 
 
-def _raise_terminated(signum: int, frame: object) -> None:
-    raise Terminated()
-
-
 class sigterm_as_interrupt:
     """SIGTERM raises ``Terminated`` in the main thread, as Ctrl-C raises KeyboardInterrupt.
 
     Installed after Ray starts: Ray's core worker sets its own SIGTERM handler,
-    which prints a C++ stack dump and aborts the driver.
+    which prints a C++ stack dump and aborts the driver. Ray turns an exception
+    raised by a signal handler during one of its waits into a KeyboardInterrupt,
+    so ``terminated`` remembers that SIGTERM came.
     """
 
-    def __enter__(self) -> None:
-        self.previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    def __enter__(self) -> sigterm_as_interrupt:
+        self.terminated = False
+        self.previous = signal.signal(signal.SIGTERM, self._raise)
+        return self
+
+    def _raise(self, signum: int, frame: object) -> None:
+        self.terminated = True
+        raise Terminated()
 
     def __exit__(self, *exc: object) -> None:
         signal.signal(signal.SIGTERM, self.previous)
