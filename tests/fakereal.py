@@ -78,9 +78,8 @@ class FakeMaster:
         pass
 
 
-@pytest.fixture
-def fake_ray(monkeypatch):
-    """The real run's driver with FakeMaster instead of Ray; yields FakeMaster (its log and events)."""
+def patch_ray(monkeypatch: pytest.MonkeyPatch) -> type[FakeMaster]:
+    """Put FakeMaster in Ray's place (and small synthetic data in the scenario's)."""
     import gcbench.real.runner as runner
     import gcbench.real.variant as variant
 
@@ -89,4 +88,10 @@ def fake_ray(monkeypatch):
     monkeypatch.setattr(variant, "master_threads", lambda workers: 1)
     monkeypatch.setattr(runner, "start_ray", lambda address: None)
     monkeypatch.setattr(runner, "load_data", lambda scenario: DATA)
-    yield FakeMaster
+    return FakeMaster
+
+
+@pytest.fixture
+def fake_ray(monkeypatch):
+    """The real run's driver with FakeMaster instead of Ray; yields FakeMaster (its log and events)."""
+    yield patch_ray(monkeypatch)

@@ -106,24 +106,34 @@ def _row_iteration(row: Any, types: dict[str, tuple]) -> int | None:
 
 
 def _state_problem(state: dict, scenario, data) -> str | None:
-    """Whether the model, optimizer and RNG states load into this scenario's model."""
+    """Whether the model, optimizer and RNG states load into this scenario's model, and a step runs on them."""
     from gcbench.real.gradients import FlatModel
     from gcbench.real.models import build_model
 
     rng = torch.get_rng_state()
+    training = scenario.training
     try:
-        model = build_model(scenario.training.model, data.classes, 0)
-        flat = FlatModel(model, scenario.training)
+        model = build_model(training.model, data.classes, 0)
+        flat = FlatModel(model, training)
+        settings = _settings(flat.optimizer.state_dict())
         model.load_state_dict(state["model"])
         flat.optimizer.load_state_dict(state["optimizer"])
+        if _settings(flat.optimizer.state_dict()) != settings:
+            return "its optimizer settings are not those of the scenario's training section"
+        flat.step(torch.zeros_like(flat.flat))  # a damaged momentum buffer fails here, not mid-run
         torch.set_rng_state(state["torch_rng"])
     except Exception as error:  # noqa: BLE001 - any mismatch means another model or a damaged file
-        return f"its model or optimizer state does not fit training.model '{scenario.training.model}': " + (
+        return f"its model or optimizer state does not fit training.model '{training.model}': " + (
             str(error).splitlines()[0][:200] if str(error) else type(error).__name__
         )
     finally:
         torch.set_rng_state(rng)
     return None
+
+
+def _settings(optimizer_state: dict) -> list[dict]:
+    """The optimizer's hyperparameters (learning rate, momentum, ...) per parameter group."""
+    return [{k: v for k, v in group.items() if k != "params"} for group in optimizer_state["param_groups"]]
 
 
 def _plain(row: dict) -> dict:
