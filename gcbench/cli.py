@@ -135,8 +135,9 @@ def run(
 ) -> None:
     """Train the scenario's variants on Ray (or one process), or simulate them with --sim.
 
-    The variants take turns, one block of training.checkpoint_every iterations each. Ctrl-C exits with 130 and
-    SIGTERM with 143, keeping the checkpoints and the rows so far; --resume continues.
+    The variants take turns, one block of training.checkpoint_every iterations each.
+
+    Ctrl-C (exit 130) and SIGTERM (exit 143) keep the checkpoints and the rows so far; --resume DIR continues.
     """
     from gcbench.cli_run import check_backend, console, refuse_with_resume, run_real
     from gcbench.cli_simulate import simulate_scenario
