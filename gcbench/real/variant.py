@@ -82,12 +82,13 @@ class VariantRun:
             with torch_threads(master_threads(self.scheme.n)):
                 for step in master.steps(self.next_iteration, last):
                     self._record(step, on_iteration)
+            self.paused_at = time.time()  # its clock stops here: waiting for abandoned work is no iteration's
             self.table.add_late(master.finish())
         except GcbenchError as error:
             self.stopped = str(error)
             self.close()
             raise VariantStopped(str(error), *self.frames()) from None
-        self.rng, self.paused_at = torch.get_rng_state(), time.time()
+        self.rng = torch.get_rng_state()
         if self.checkpoint:
             save_checkpoint(self.checkpoint, master.model, master.optimizer, self.next_iteration, self.rows,
                             self.workers, self.rng)  # fmt: skip
