@@ -34,10 +34,6 @@ class Pace:
         return None if rate is None else rate * (self.total - self.done)
 
 
-def run_name(run) -> str:
-    return "local" if run.index is None else f"{run.label}"
-
-
 def duration(seconds: float | None) -> str:
     if seconds is None:
         return "?"
@@ -60,7 +56,7 @@ class RunProgress:
         for run in runs:
             key = id(run)
             self.paces[key] = Pace(run.scenario.iterations, run.next_iteration)
-            self.names[key] = f"{run_name(run)}, seed {run.seed}"
+            self.names[key] = f"{run.label}, seed {run.seed}"
         if not self.console.is_terminal:
             return
         columns = (

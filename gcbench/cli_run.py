@@ -62,9 +62,32 @@ def refuse_checkpoints(out: Path) -> None:
 
 
 def _train(scenario: Scenario, path: Path, backend: str, out: Path, address, meta: dict, console, resumed: bool):
+    from gcbench.real.session import EXIT_CODES, Terminated, sigterm_as_interrupt
+
+    guard, started = sigterm_as_interrupt(), []
+    try:
+        with guard:
+            session = _start(scenario, backend, out, address, meta, console, resumed, guard)
+            started.append(session)
+            status = session.train()
+    except KeyboardInterrupt as interrupt:
+        how = "SIGTERM" if isinstance(interrupt, Terminated) or guard.terminated else "SIGINT"
+        message = (
+            interrupted(started[0].runs, out, how, scenario.training.checkpoint_every)
+            if started
+            else f"interrupted ({how}) before training began; nothing was written to {out}."
+        )
+        console.print(message, highlight=False, soft_wrap=True)
+        raise SystemExit(EXIT_CODES[how]) from None
+    report(session, status, out, console)
+    return out
+
+
+def _start(scenario: Scenario, backend: str, out: Path, address, meta: dict, console, resumed: bool, guard):
+    """The session, ready to train: data loaded, checkpoints checked, Ray started (SIGTERM handled after it)."""
     from gcbench.cli_progress import RunProgress
     from gcbench.real.runner import load_data, start_ray
-    from gcbench.real.session import EXIT_CODES, Session, Terminated, build_runs, sigterm_as_interrupt
+    from gcbench.real.session import Session, build_runs
 
     data = load_data(scenario)
     runs = build_runs(scenario, backend, data, out)  # checks the checkpoints before anything starts
@@ -75,17 +98,8 @@ def _train(scenario: Scenario, path: Path, backend: str, out: Path, address, met
             console.print(f"  {describe(run)}: {continues(run)}", highlight=False, soft_wrap=True)
     if backend == "ray":
         start_ray(address)
-    session = Session(scenario, runs, out, meta, RunProgress(console))
-    guard = sigterm_as_interrupt()
-    try:
-        with guard:
-            status = session.train()
-    except KeyboardInterrupt as interrupt:
-        how = "SIGTERM" if isinstance(interrupt, Terminated) or guard.terminated else "SIGINT"
-        console.print(interrupted(runs, out, how, scenario.training.checkpoint_every), highlight=False, soft_wrap=True)
-        raise SystemExit(EXIT_CODES[how]) from None
-    report(session, status, out, console)
-    return out
+        guard.install()  # again: Ray's core worker has put its own SIGTERM handler in place
+    return Session(scenario, runs, out, meta, RunProgress(console))
 
 
 def describe(run) -> str:

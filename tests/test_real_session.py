@@ -162,6 +162,19 @@ def test_ctrl_c_before_any_checkpoint_says_a_resume_starts_from_zero(tmp_path, f
     assert meta_of(out)["status"] == "interrupted"
 
 
+def test_ctrl_c_before_training_began_says_nothing_was_written(tmp_path, fake_ray, monkeypatch):
+    import gcbench.real.runner as runner
+
+    def interrupted(scenario):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "load_data", interrupted)
+    done, out = new_run(tmp_path)
+    assert done.exit_code == 130, done.output
+    assert done.output.strip() == f"interrupted (SIGINT) before training began; nothing was written to {out}."
+    assert not out.exists()
+
+
 def test_sigterm_is_handled_like_ctrl_c_with_exit_code_143(tmp_path, fake_ray):
     fake_ray.events[("uncoded", 0, 3)] = "sigterm"
     done, out = new_run(tmp_path)

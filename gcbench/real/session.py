@@ -174,8 +174,8 @@ class signals_ignored:
 class sigterm_as_interrupt:
     """SIGTERM raises ``Terminated`` in the main thread, as Ctrl-C raises KeyboardInterrupt.
 
-    Installed after Ray starts: Ray's core worker sets its own SIGTERM handler,
-    which prints a C++ stack dump and aborts the driver. Ray turns an exception
+    Installed again after Ray starts (``install``): Ray's core worker sets its own
+    SIGTERM handler, which prints a C++ stack dump and aborts the driver. Ray turns an exception
     raised by a signal handler during one of its waits into a KeyboardInterrupt,
     so ``terminated`` remembers that SIGTERM came.
     """
@@ -184,6 +184,10 @@ class sigterm_as_interrupt:
         self.terminated = False
         self.previous = signal.signal(signal.SIGTERM, self._raise)
         return self
+
+    def install(self) -> None:
+        """Put the handler back in place (Ray's start replaces it)."""
+        signal.signal(signal.SIGTERM, self._raise)
 
     def _raise(self, signum: int, frame: object) -> None:
         self.terminated = True
