@@ -33,14 +33,7 @@ def run_real(
         scenario = resumed_scenario(meta, resume)
         check_real(scenario, resume / "run.json")
         if meta.get("status") == "complete":
-            planned = (
-                scenario.iterations * len(scenario.seeds) * (len(scenario.variants) if meta["backend"] == "ray" else 1)
-            )
-            console.print(
-                f"{resume}: the run is complete ({planned} of {planned} iterations); nothing to resume.",
-                highlight=False,
-                soft_wrap=True,
-            )
+            say_complete(console, resume, scenario, meta["backend"])
             return resume
         path, backend, out = Path(meta["scenario_file"]), meta["backend"], resume
     else:
@@ -49,6 +42,12 @@ def run_real(
         refuse_checkpoints(out)
         meta = run_metadata("real", path, [SweepPoint({}, scenario)], {"backend": backend})
     return _train(scenario, path, backend, out, address, meta, console, resumed=resume is not None)
+
+
+def say_complete(console, out: Path, scenario: Scenario, backend: str) -> None:
+    planned = scenario.iterations * len(scenario.seeds) * (len(scenario.variants) if backend == "ray" else 1)
+    message = f"{out}: the run is complete ({planned} of {planned} iterations); nothing to resume."
+    console.print(message, highlight=False, soft_wrap=True)
 
 
 def refuse_checkpoints(out: Path) -> None:
@@ -68,6 +67,9 @@ def _train(scenario: Scenario, path: Path, backend: str, out: Path, address, met
     try:
         with guard:
             session = _start(scenario, backend, out, address, meta, console, resumed, guard)
+            if session is None:
+                say_complete(console, out, scenario, backend)
+                return out
             started.append(session)
             status = session.train()
     except KeyboardInterrupt as interrupt:
@@ -84,13 +86,16 @@ def _train(scenario: Scenario, path: Path, backend: str, out: Path, address, met
 
 
 def _start(scenario: Scenario, backend: str, out: Path, address, meta: dict, console, resumed: bool, guard):
-    """The session, ready to train: data loaded, checkpoints checked, Ray started (SIGTERM handled after it)."""
+    """The session, ready to train: data loaded, checkpoints checked, Ray started (SIGTERM handled after it);
+    None if there is nothing left to do."""
     from gcbench.cli_progress import RunProgress
     from gcbench.real.runner import load_data, start_ray
     from gcbench.real.session import Session, build_runs
 
     data = load_data(scenario)
     runs = build_runs(scenario, backend, data, out)  # checks the checkpoints before anything starts
+    if resumed and _finished_before_status(meta, runs, out):
+        return None
     if resumed:
         meta.setdefault("resumes", []).append(resume_entry([continued(run) for run in runs]))
         console.print(f"resuming {out}:", highlight=False, soft_wrap=True)
@@ -100,6 +105,12 @@ def _start(scenario: Scenario, backend: str, out: Path, address, meta: dict, con
         start_ray(address)
         guard.install()  # again: Ray's core worker has put its own SIGTERM handler in place
     return Session(scenario, runs, out, meta, RunProgress(console))
+
+
+def _finished_before_status(meta: dict, runs: list, out: Path) -> bool:
+    """A run written before run.json had a status, finished: its tables hold more (late timings) than rebuilding
+    them from its checkpoints would, so it is left as it is."""
+    return "status" not in meta and (out / "iterations.parquet").is_file() and all(run.finished for run in runs)
 
 
 def describe(run) -> str:

@@ -108,6 +108,7 @@ def test_progress_lines_are_printed_when_stdout_is_not_a_terminal(tmp_path, fake
         assert f"uncoded, seed 0: {done_so_far}/6 iterations, loss " in done.output
         assert f"FR s=1, seed 0: {done_so_far}/6 iterations, loss " in done.output
     assert "ETA" in done.output and "accuracy" in done.output
+    assert "95% CI n/a: one seed and fewer than 50 iterations" in done.output
 
 
 def test_progress_bars_on_a_terminal_show_iterations_eta_and_loss():
@@ -268,6 +269,18 @@ def test_the_last_checkpoint_keeps_the_late_timings(tmp_path, fake_ray):
     assert again.exit_code == 0, again.output
     assert "variant 0 (uncoded), seed 0: complete (6 iterations), not run again" in again.output
     pd.testing.assert_frame_equal(pd.read_parquet(out / "workers.parquet"), expected)
+
+
+def test_a_finished_run_from_before_run_json_had_a_status_is_left_as_it_is(tmp_path, fake_ray):
+    done, out = new_run(tmp_path)
+    meta = meta_of(out)
+    del meta["status"]
+    (out / "run.json").write_text(json.dumps(meta))
+    (out / "workers.parquet").write_bytes(b"as the old run wrote it")
+    again = gcbench("run", "--resume", out)
+    assert again.exit_code == 0, again.output
+    assert "the run is complete (12 of 12 iterations); nothing to resume." in again.output
+    assert (out / "workers.parquet").read_bytes() == b"as the old run wrote it" and "status" not in meta_of(out)
 
 
 def test_resume_refuses_options_that_would_change_the_run(tmp_path):
