@@ -12,8 +12,8 @@ can be plotted.
 
 from __future__ import annotations
 
-import math
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -96,7 +96,6 @@ class Session:
     def __init__(self, scenario: Scenario, runs: list, out: Path, meta: dict[str, Any], display: Display) -> None:
         self.scenario, self.runs, self.out, self.meta, self.display = scenario, runs, out, meta, display
         self.began = time.perf_counter()
-        self.wall_before = _number(self._wall_holder().get("wall_seconds"))
         self.stopped: list[str] = []
 
     def train(self) -> str:
@@ -114,9 +113,10 @@ class Session:
                 self.flush("interrupted")
             raise
         self.display.close()
-        self.close()
         status = "stopped" if self.stopped else "complete"
-        self.flush(status)
+        with signals_ignored():
+            self.close()
+            self.flush(status)
         return status
 
     def _turn(self, run, last: int) -> None:
@@ -144,7 +144,7 @@ class Session:
         self.meta["status"] = status
         self.meta["iterations_planned"] = self.scenario.iterations * len(self.runs)
         self.meta["updated"] = utc_now()
-        self._wall_holder()["wall_seconds"] = round(self.wall_before + time.perf_counter() - self.began, 3)
+        self._wall_holder()["wall_seconds"] = round(time.perf_counter() - self.began, 3)
         write_metadata(self.out, self.meta)
 
     def _wall_holder(self) -> dict[str, Any]:
@@ -156,15 +156,12 @@ class Session:
             run.close()
 
 
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else 0.0
-
-
 class signals_ignored:
     """Ignore Ctrl-C and SIGTERM while the results are written, so a second signal does not cut a file short."""
 
     def __enter__(self) -> None:
-        self.previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+        main = threading.current_thread() is threading.main_thread()  # only the main thread handles signals
+        self.previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
 
     def __exit__(self, *exc: object) -> None:
         for number, handler in self.previous.items():
