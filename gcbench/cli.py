@@ -130,10 +130,21 @@ def run(
     dataset: Annotated[str | None, typer.Option("--dataset", help="cifar10 or synthetic.")] = None,
     data_dir: Annotated[str | None, typer.Option("--data-dir", help="A local CIFAR-10 copy.")] = None,
     device: Annotated[str | None, typer.Option("--device", help="auto, cpu or cuda.")] = None,
-    resume: Annotated[Path | None, typer.Option("--resume", help="Continue an interrupted real run.")] = None,
+    variants: Annotated[
+        str | None, typer.Option("--variants", help="Run only these variants: labels, comma-separated.")
+    ] = None,
+    seeds: Annotated[str | None, typer.Option("--seeds", help="Seeds, comma-separated (e.g. 0,1,2).")] = None,
+    resume: Annotated[
+        Path | None, typer.Option("--resume", help="Continue an interrupted real run (its directory).")
+    ] = None,
 ) -> None:
-    """Train the scenario's variants on Ray (or one process), or simulate them with --sim."""
-    from gcbench.cli_run import check_backend, console, run_real
+    """Train the scenario's variants on Ray (or one process), or simulate them with --sim.
+
+    The variants take turns, one block of training.checkpoint_every iterations each.
+
+    Ctrl-C (exit 130) and SIGTERM (exit 143) keep the checkpoints and the rows so far; --resume DIR continues.
+    """
+    from gcbench.cli_run import check_backend, console, refuse_with_resume, run_real
     from gcbench.cli_simulate import simulate_scenario
 
     if not real:
@@ -142,7 +153,12 @@ def run(
     check_backend(backend)
     training = {"batch_size": batch_size, "learning_rate": lr, "model": model, "dataset": dataset}
     training.update(data_dir=data_dir, device=device)
-    run_real(scenario, backend, out, address, iterations, training, console(), resume)
+    choose = {"variants": variants, "seeds": seeds}
+    if resume is not None:
+        given = {"--out": out, "--iterations": iterations, "--batch-size": batch_size, "--lr": lr, "--model": model}
+        given.update({"--dataset": dataset, "--data-dir": data_dir, "--device": device, "--variants": variants})
+        refuse_with_resume({**given, "--seeds": seeds})
+    run_real(scenario, backend, out, address, iterations, training, console(), resume, choose)
 
 
 def main() -> None:

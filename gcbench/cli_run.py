@@ -2,61 +2,18 @@
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from gcbench.cli_resume import read_run_json, resumed_scenario
+from gcbench.cli_run_options import check_real, real_scenario
 from gcbench.errors import GcbenchError
-from gcbench.results import summarize, write_results
-from gcbench.results.metadata import new_run_directory, run_metadata
-from gcbench.scenario import load_scenario
-from gcbench.scenario.build import scheme_for
-from gcbench.scenario.loading import SweepPoint, with_overrides
+from gcbench.results import summarize
+from gcbench.results.metadata import new_run_directory, resume_entry, run_metadata
+from gcbench.scenario.loading import SweepPoint
 from gcbench.scenario.schema import Scenario
-
-
-def real_points(path: Path, iterations: int | None, training: dict[str, Any]) -> list[SweepPoint]:
-    points = load_scenario(path)
-    if len(points) > 1:
-        raise GcbenchError(f"{path}: real runs do not sweep; remove 'sweep' or simulate it with --sim.")
-    changes = {f"training.{key}": value for key, value in training.items() if value is not None}
-    if iterations is not None:
-        changes["iterations"] = iterations
-    scenario = with_overrides(points[0].scenario, path, changes) if changes else points[0].scenario
-    check_real(scenario, path)
-    return [SweepPoint({}, scenario)]
-
-
-def check_real(scenario: Scenario, path: Path) -> None:
-    """What real mode needs beyond a valid scenario: equal partitions, and data options that apply."""
-    training = scenario.training
-    if training.dataset == "synthetic" and training.data_dir:
-        raise GcbenchError(f"{path}: training.data_dir ({training.data_dir}) is for cifar10; the dataset is synthetic.")
-    partitions_of = [(f"variant '{v.display_label()}'", scheme_for(scenario, v).k) for v in scenario.variants]
-    for label, partitions in partitions_of + [("the local backend", scenario.workers)]:
-        if training.batch_size % partitions:
-            fit = max(partitions, round(training.batch_size / partitions) * partitions)
-            raise GcbenchError(
-                f"{path}: training.batch_size ({training.batch_size}) must be a multiple of the {partitions} data "
-                f"partitions of {label}, so each partition gets as many samples; use {fit}, for example."
-            )
-
-
-def resume_points(run_dir: Path) -> tuple[Path, list[SweepPoint], str]:
-    """The scenario file, scenario (as it ran) and backend of an interrupted run."""
-    meta_path = run_dir / "run.json"
-    if not meta_path.is_file():
-        raise GcbenchError(f"--resume {run_dir}: not a real-run directory (no run.json).")
-    meta = json.loads(meta_path.read_text())
-    if meta.get("mode") != "real":
-        raise GcbenchError(f"--resume {run_dir}: only real runs resume; this one is '{meta.get('mode')}'.")
-    scenario = Scenario.model_validate(meta["scenario"])
-    return Path(meta["scenario_file"]), [SweepPoint({}, scenario)], meta["backend"]
 
 
 def run_real(
@@ -68,81 +25,156 @@ def run_real(
     training: dict,
     console,
     resume: Path | None = None,
+    choose: dict[str, str | None] | None = None,
 ) -> Path:
-    from gcbench.real.runner import load_data, start_ray
-
+    """A new real run of the scenario file, or (``resume``) the rest of an interrupted one."""
     if resume is not None:
-        path, points, backend = resume_points(resume)
-        out = resume
+        meta = read_run_json(resume)
+        scenario = resumed_scenario(meta, resume)
+        check_real(scenario, resume / "run.json")
+        if meta.get("status") == "complete":
+            say_complete(console, resume, scenario, meta["backend"])
+            return resume
+        path, backend, out = Path(meta["scenario_file"]), meta["backend"], resume
     else:
-        points = real_points(path, iterations, training)
-    scenario = points[0].scenario
-    data = load_data(scenario)
-    out = out or new_run_directory(Path("results"), f"{scenario.name}-real")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "run.json").write_text(json.dumps(run_metadata("real", path, points, {"backend": backend}), default=str))
-    began = time.perf_counter()
-    runs = [(None, seed) for seed in scenario.seeds] if backend == "local" else [
-        (variant, seed) for variant in scenario.variants for seed in scenario.seeds
-    ]  # fmt: skip
-    if backend == "ray":
-        start_ray(address)
-    try:
-        tables, workers, stopped = _train(scenario, runs, data, out, console)
-    except KeyboardInterrupt:
-        console.print(f"interrupted; the checkpoints are kept: continue with  gcbench run --resume {out}")
-        raise SystemExit(130) from None
-    if not tables:
-        raise GcbenchError(f"no variant finished an iteration; nothing was written to {out} but run.json.")
-    iterations = pd.concat(tables, ignore_index=True)
-    meta = run_metadata(
-        "real", path, points, {"backend": backend, "wall_seconds": round(time.perf_counter() - began, 3)}
-    )
-    write_results(out, iterations, pd.concat(workers, ignore_index=True) if workers else None, meta)
-    summary = summarize(iterations)
-    summary.to_csv(out / "summary.csv", index=False)
-    from gcbench.cli_simulate import print_summary
+        scenario = real_scenario(path, iterations, training, **(choose or {}))
+        out = out or new_run_directory(Path("results"), f"{scenario.name}-real")
+        refuse_checkpoints(out)
+        meta = run_metadata("real", path, [SweepPoint({}, scenario)], {"backend": backend})
+    return _train(scenario, path, backend, out, address, meta, console, resumed=resume is not None)
 
-    print_summary(summary, [], console)
-    evaluated = iterations.dropna(subset=["accuracy"]).groupby("variant", sort=False)
-    for variant, last in evaluated[["accuracy", "iteration"]].last().iterrows():
-        console.print(f"{variant}: test accuracy {last['accuracy']:.1%} after {int(last['iteration']) + 1} iterations")
-    console.print(f"results: {out}")
-    if stopped:
+
+def say_complete(console, out: Path, scenario: Scenario, backend: str) -> None:
+    planned = scenario.iterations * len(scenario.seeds) * (len(scenario.variants) if backend == "ray" else 1)
+    message = f"{out}: the run is complete ({planned} of {planned} iterations); nothing to resume."
+    console.print(message, highlight=False, soft_wrap=True)
+
+
+def refuse_checkpoints(out: Path) -> None:
+    """A new run never picks up another run's checkpoints."""
+    folder = out / "checkpoints"
+    if folder.is_dir() and any(folder.iterdir()):
         raise GcbenchError(
-            f"{len(stopped)} variant(s) stopped early ({', '.join(stopped)}); "
-            f"the iterations they finished are in {out}."
+            f"--out {out} already holds a run's checkpoints; continue that run with --resume {out}, "
+            "or choose another --out."
         )
+
+
+def _train(scenario: Scenario, path: Path, backend: str, out: Path, address, meta: dict, console, resumed: bool):
+    from gcbench.real.session import EXIT_CODES, Terminated, sigterm_as_interrupt
+
+    guard, started = sigterm_as_interrupt(), []
+    try:
+        with guard:
+            session = _start(scenario, backend, out, address, meta, console, resumed, guard)
+            if session is None:
+                say_complete(console, out, scenario, backend)
+                return out
+            started.append(session)
+            status = session.train()
+    except KeyboardInterrupt as interrupt:
+        how = "SIGTERM" if isinstance(interrupt, Terminated) or guard.terminated else "SIGINT"
+        message = (
+            interrupted(started[0].runs, out, how, scenario.training.checkpoint_every)
+            if started
+            else f"interrupted ({how}) before training began; nothing was written to {out}."
+        )
+        console.print(message, highlight=False, soft_wrap=True)
+        raise SystemExit(EXIT_CODES[how]) from None
+    report(session, status, out, console)
     return out
 
 
-def _train(scenario: Scenario, runs: list, data, out: Path, console) -> tuple[list, list, list[str]]:
-    """Every (variant, seed) in turn, with a progress bar; a stopped variant keeps what it finished."""
-    from gcbench.real.runner import VariantStopped, run_local, run_variant
+def _start(scenario: Scenario, backend: str, out: Path, address, meta: dict, console, resumed: bool, guard):
+    """The session, ready to train: data loaded, checkpoints checked, Ray started (SIGTERM handled after it);
+    None if there is nothing left to do."""
+    from gcbench.cli_progress import RunProgress
+    from gcbench.real.runner import load_data, start_ray
+    from gcbench.real.session import Session, build_runs
 
-    tables, workers, stopped = [], [], []
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
-        for variant, seed in runs:
-            label = "local" if variant is None else variant.display_label()
-            task = bar.add_task(f"{label}, seed {seed}", total=scenario.iterations)
-            tick = lambda done, task=task: bar.update(task, completed=done)  # noqa: E731
-            if variant is None:
-                frame, worker_frame = run_local(scenario, data, seed, tick)
-            else:
-                index = scenario.variants.index(variant)
-                saved = out / "checkpoints" / f"variant{index}-seed{seed}.pt"
-                try:
-                    frame, worker_frame = run_variant(scenario, variant, data, seed, tick, saved)
-                except VariantStopped as error:  # keep what it finished, and go on with the other variants
-                    console.print(f"error: {error}")
-                    stopped.append(label)
-                    frame, worker_frame = error.iterations, error.workers
-            if len(frame):
-                tables.append(frame)
-            if worker_frame is not None and len(worker_frame):
-                workers.append(worker_frame)
-    return tables, workers, stopped
+    data = load_data(scenario)
+    runs = build_runs(scenario, backend, data, out)  # checks the checkpoints before anything starts
+    if resumed and _finished_before_status(meta, runs, out):
+        return None
+    if resumed:
+        meta.setdefault("resumes", []).append(resume_entry([continued(run) for run in runs]))
+        console.print(f"resuming {out}:", highlight=False, soft_wrap=True)
+        for run in runs:
+            console.print(f"  {describe(run)}: {continues(run)}", highlight=False, soft_wrap=True)
+    if backend == "ray":
+        start_ray(address)
+        guard.install()  # again: Ray's core worker has put its own SIGTERM handler in place
+    return Session(scenario, runs, out, meta, RunProgress(console))
+
+
+def _finished_before_status(meta: dict, runs: list, out: Path) -> bool:
+    """A run written before run.json had a status, finished: its tables hold more (late timings) than rebuilding
+    them from its checkpoints would, so it is left as it is."""
+    return "status" not in meta and (out / "iterations.parquet").is_file() and all(run.finished for run in runs)
+
+
+def describe(run) -> str:
+    """'variant 2 (CR s=1), seed 0', or 'local, seed 0'."""
+    return f"local, seed {run.seed}" if run.index is None else f"variant {run.index} ({run.label}), seed {run.seed}"
+
+
+def continues(run) -> str:
+    if run.index is None:
+        return "from iteration 0 (the local backend keeps no checkpoints)"
+    if run.finished:
+        return f"complete ({run.next_iteration} iterations), not run again"
+    return f"from iteration {run.resumed_at}" + ("" if run.resumed_at else " (it had no checkpoint)")
+
+
+def continued(run) -> dict[str, Any]:
+    return {"variant": run.label, "seed": run.seed, "iteration": run.resumed_at}
+
+
+def interrupted(runs: list, out: Path, how: str, every: int) -> str:
+    """One line: what was kept, and what a resume will do."""
+    command = f"gcbench run --resume {out}"
+    if runs and runs[0].index is None:
+        return f"interrupted ({how}); the local backend keeps no checkpoints: {command} runs it again from iteration 0."
+    saved = [run for run in runs if run.checkpointed > 0]
+    if not saved:
+        return (
+            f"interrupted ({how}) before the first checkpoint (one is written every {every} iterations): no "
+            f"checkpoint exists yet, so {command} starts from iteration 0."
+        )
+    kept = "; ".join(
+        f"{describe(run)} at iteration {run.checkpointed}" if run.checkpointed else f"{describe(run)}: none yet"
+        for run in runs
+    )
+    return f"interrupted ({how}); checkpoints kept: {kept}; continue with: {command}"
+
+
+def report(session, status: str, out: Path, console) -> None:
+    """The summary table, test accuracies and where the files are; exit 2 if a variant stopped early."""
+    from gcbench.cli_simulate import print_summary
+    from gcbench.results.summary import interval_note
+
+    iterations, _ = session.tables()
+    if iterations is None:
+        raise GcbenchError(f"no variant finished an iteration; nothing was written to {out} but run.json.")
+    summary = summarize(iterations)
+    summary.to_csv(out / "summary.csv", index=False)
+    print_summary(summary, [], console)
+    if note := interval_note(summary):
+        console.print(note, highlight=False, soft_wrap=True)
+    evaluated = iterations.dropna(subset=["accuracy"]).groupby(["variant", "seed"], sort=False)
+    for (variant, seed), last in evaluated[["accuracy", "iteration"]].last().iterrows():
+        console.print(
+            f"{variant}, seed {seed}: test accuracy {last['accuracy']:.1%} after {int(last['iteration']) + 1} "
+            "iterations",
+            highlight=False,
+            soft_wrap=True,
+        )
+    console.print(f"results: {out}", highlight=False, soft_wrap=True)
+    if status == "stopped":
+        raise GcbenchError(
+            f"{len(session.stopped)} variant(s) stopped early ({', '.join(session.stopped)}); "
+            f"the iterations they finished are in {out}."
+        )
 
 
 def check_backend(backend: str) -> None:
@@ -154,3 +186,13 @@ def console() -> Console:
     from gcbench.cli_schemes import wide_console
 
     return wide_console()
+
+
+def refuse_with_resume(options: dict[str, Any]) -> None:
+    """--resume continues the run as it was set up; options that would change it are refused, not ignored."""
+    given = [name for name, value in options.items() if value is not None]
+    if given:
+        raise GcbenchError(
+            f"--resume continues the run as it was set up; {', '.join(given)} cannot change it (drop "
+            f"{'it' if len(given) == 1 else 'them'}, or start a new run)."
+        )

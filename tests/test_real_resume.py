@@ -1,7 +1,9 @@
-"""Kill the driver of a real run mid-way, resume it, and find every iteration exactly once."""
+"""Kill or interrupt the driver of a real run mid-way (SIGKILL, Ctrl-C, SIGTERM), resume it, and find every
+iteration exactly once, the run's provenance kept."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -9,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
@@ -32,6 +35,7 @@ def gcbench(*args: str, **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code, *args], start_new_session=True, **kwargs)
 
 
+@pytest.mark.slow
 def test_resume_after_the_driver_is_killed(tmp_path):
     scenario = tmp_path / "resume.yaml"
     scenario.write_text(SCENARIO)
@@ -45,13 +49,21 @@ def test_resume_after_the_driver_is_killed(tmp_path):
     os.killpg(driver.pid, signal.SIGKILL)
     driver.wait()
     assert checkpoint.exists(), "no checkpoint was written before the kill"
-    assert not (out / "iterations.parquet").exists(), "the run finished before it could be killed"
+    first = json.loads((out / "run.json").read_text())
+    assert first["status"] == "running", "the run finished before it could be killed"
+    partial = pd.read_parquet(out / "iterations.parquet")  # written at each checkpoint, so a partial run plots
+    assert 0 < len(partial) < first["iterations_planned"] == 24
     saved = torch.load(checkpoint, weights_only=True)
     resumed = gcbench("run", "--resume", str(out), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output, _ = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, output
+    assert f"variant 0 (uncoded), seed 0: from iteration {saved['next_iteration']}" in output
     iterations, _, meta = read_results(out)
-    assert meta["mode"] == "real"
+    assert meta["mode"] == "real" and meta["status"] == "complete"
+    assert (meta["created"], meta["command"]) == (first["created"], first["command"])
+    assert [entry["continued_from"][0] for entry in meta["resumes"]] == [
+        {"variant": "uncoded", "seed": 0, "iteration": saved["next_iteration"]}
+    ]
     for variant, frame in iterations.groupby("variant"):
         assert sorted(frame["iteration"]) == list(range(12)), f"{variant}: {sorted(frame['iteration'])}"
         assert frame["end"].is_monotonic_increasing
@@ -71,19 +83,37 @@ def test_resume_needs_a_real_run_directory(tmp_path):
     assert done.returncode == 2 and "not a real-run directory" in done.stderr
 
 
-def test_ctrl_c_says_how_to_resume(tmp_path):
+def restore_default_signals() -> None:
+    """A shell's background job starts with SIGINT ignored, and Python keeps that: restore the defaults."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("how", "name", "code"),
+    [("pid", "SIGINT", 130), ("pid", "SIGTERM", 143), ("group", "SIGTERM", 143)],
+    ids=["ctrl-c", "sigterm", "sigterm-to-the-group"],
+)
+def test_a_signal_keeps_the_checkpoints_and_says_how_to_resume(tmp_path, how, name, code):
+    """Ctrl-C and SIGTERM (a scheduler's, to the driver or, like SLURM, to its whole process group) end the same
+    way: one line, the rows so far written, a defined exit code; not Ray's stack dump and SIGABRT."""
     scenario = tmp_path / "resume.yaml"
     scenario.write_text(SCENARIO.replace("iterations: 12", "iterations: 100"))
     out = tmp_path / "run"
     piped = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True}
-    # a shell's background job starts with SIGINT ignored, and Python keeps that: restore the default
-    default = {"preexec_fn": lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)}
-    driver = gcbench("run", str(scenario), "--out", str(out), **piped, **default)
+    driver = gcbench("run", str(scenario), "--out", str(out), **piped, preexec_fn=restore_default_signals)
     checkpoint = out / "checkpoints" / "variant0-seed0.pt"
     deadline = time.time() + 240
     while not checkpoint.exists() and time.time() < deadline and driver.poll() is None:
         time.sleep(0.2)
-    driver.send_signal(signal.SIGINT)
+    number = getattr(signal, name)
+    os.killpg(driver.pid, number) if how == "group" else driver.send_signal(number)
     output, _ = driver.communicate(timeout=60)
-    assert driver.returncode == 130, output
-    assert f"continue with  gcbench run --resume {out}" in output
+    assert driver.returncode == code, output
+    (line,) = [line for line in output.splitlines() if line.startswith("interrupted")]
+    assert line.startswith(f"interrupted ({name}); checkpoints kept: variant 0 (uncoded), seed 0 at iteration ")
+    assert line.endswith(f"; continue with: gcbench run --resume {out}") and "  " not in line
+    assert "SIGTERM received" not in output and "Traceback" not in output
+    assert json.loads((out / "run.json").read_text())["status"] == "interrupted"
+    assert len(pd.read_parquet(out / "iterations.parquet")) >= 2

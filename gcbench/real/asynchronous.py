@@ -32,7 +32,7 @@ class AsyncRayMaster(RayMaster):
         cluster, scheme, policy = self.cluster, self.scheme, self.variant.policy
         iterations = self.scenario.iterations
         jobs = [first] * scheme.n  # each worker's next mini-batch index (a resumed run does not repeat batches)
-        serial = 0  # job ids, increasing, for abandon
+        serial = getattr(self, "next_job", 0)  # job ids, increasing over the run's blocks, for abandon
         version_of: dict[int, int] = {}  # job id -> model version it started from
         to_start = {w: True for w in range(scheme.n)}  # worker -> whether its next job may crash
         weights = self.ray.put(self.flat.weights())
@@ -45,6 +45,7 @@ class AsyncRayMaster(RayMaster):
                 crash = to_start.pop(w) and bool(self.crash[row, w])
                 cluster.submit(w, serial, weights, bool(self.straggling[row, w]), crash, jobs[w])
                 version_of[serial], jobs[w], serial = version, jobs[w] + 1, serial + 1
+                self.next_job = serial
                 if crash:
                     failed.add(w)
             for w in [w for w in to_start if w in cluster.dead]:
@@ -73,8 +74,8 @@ class AsyncRayMaster(RayMaster):
                 if event.worker not in cluster.dead and event.job is not None:
                     to_start.setdefault(event.worker, False)  # back after its downtime; that job does not crash
                 continue
-            if event.kind != "result" or event.result["abandoned"]:
-                continue
+            if event.kind != "result" or event.result["abandoned"] or event.job.job not in version_of:
+                continue  # (a job of an earlier block, still in flight when that block ended, is not used)
             batch.append((event, version_of.pop(event.job.job)))
             if not policy.distinct:
                 to_start[event.worker] = True

@@ -23,9 +23,12 @@ def train_local(
     iterations: int,
     seed: int,
     device: torch.device,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, float, float], None] | None = None,
 ) -> pd.DataFrame:
-    """Train for some iterations on the full mini-batch; one row per iteration (schema + loss, accuracy)."""
+    """Train for some iterations on the full mini-batch; one row per iteration (schema + loss, accuracy).
+
+    ``progress`` is told, after each iteration, how many are done, the loss and the accuracy (NaN if not evaluated).
+    """
     model = build_model(training.model, data.classes, seed).to(device)
     flat = FlatModel(model, training)
     sampler = PartitionSampler(len(data.train_labels), partitions, training.batch_size, seed)
@@ -45,7 +48,7 @@ def train_local(
             {"iteration": t, "start": start, "end": end, "duration": end - start, "loss": loss, "accuracy": accuracy}
         )
         if progress:
-            progress(t + 1)
+            progress(t + 1, loss, accuracy)
     frame = pd.DataFrame(rows)
     keys = {"variant": "local", "scheme": "uncoded", "s": 0, "m": 1, "policy": "wait_all", "point": 0, "seed": seed}
     extra = {"messages_used": 1, "stop": "all_arrived", "exact": True, "residual": 0.0, "staleness": 0.0}

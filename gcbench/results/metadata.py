@@ -26,7 +26,7 @@ def versions() -> dict[str, str]:
 def run_metadata(mode: str, scenario_file: Path, points: list, extra: dict[str, Any]) -> dict[str, Any]:
     return {
         "mode": mode,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created": utc_now(),
         "command": " ".join(sys.argv),
         "scenario_file": str(scenario_file),
         "scenario": points[0].scenario.model_dump(mode="json"),
@@ -47,3 +47,12 @@ def new_run_directory(root: Path, name: str) -> Path:
         suffix += 1
         candidate = root / f"{name}-{stamp}-{suffix}"
     return candidate
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def resume_entry(continued_from: list[dict[str, Any]]) -> dict[str, Any]:
+    """One resume of a real run, as run.json's ``resumes`` lists them: when, the command, where each run went on."""
+    return {"when": utc_now(), "command": " ".join(sys.argv), "continued_from": continued_from, "wall_seconds": 0.0}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +17,34 @@ def write_results(
     directory: Path, iterations: pd.DataFrame, workers: pd.DataFrame | None, metadata: dict[str, Any]
 ) -> None:
     """Write the tables after checking they carry the shared schema's columns."""
+    write_tables(directory, iterations, workers)
+    write_metadata(directory, metadata)
+
+
+def write_tables(directory: Path, iterations: pd.DataFrame, workers: pd.DataFrame | None) -> None:
+    """iterations.parquet and workers.parquet, each replaced whole (a reader never sees half a file)."""
     _require(iterations, ITERATION_COLUMNS, "iterations")
-    directory.mkdir(parents=True, exist_ok=True)
-    iterations.to_parquet(directory / "iterations.parquet", index=False)
     if workers is not None:
         _require(workers, WORKER_COLUMNS, "workers")
-        workers.to_parquet(directory / "workers.parquet", index=False)
+    directory.mkdir(parents=True, exist_ok=True)
+    _replace(directory / "iterations.parquet", lambda path: iterations.to_parquet(path, index=False))
+    if workers is not None:
+        _replace(directory / "workers.parquet", lambda path: workers.to_parquet(path, index=False))
     else:  # never leave an earlier run's workers table beside this run's iterations
         (directory / "workers.parquet").unlink(missing_ok=True)
-    (directory / "run.json").write_text(json.dumps(metadata, indent=2, default=str) + "\n")
+
+
+def write_metadata(directory: Path, metadata: dict[str, Any]) -> None:
+    """run.json, replaced whole."""
+    directory.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(metadata, indent=2, default=str) + "\n"
+    _replace(directory / "run.json", lambda path: path.write_text(text))
+
+
+def _replace(path: Path, write) -> None:
+    partial = path.with_name(f".{path.name}.partial")
+    write(partial)
+    os.replace(partial, path)
 
 
 def read_results(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame | None, dict[str, Any]]:

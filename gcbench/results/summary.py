@@ -5,6 +5,8 @@ The interval comes from replications when there are several seeds (Student t
 over the per-seed means); with one seed, from 10 batch means of its iterations
 (at least 5 iterations each), so autocorrelation (persistent stragglers) widens
 it as it should. Its lower end is clipped at 0: a mean time cannot be negative.
+The ``ci_from`` column says which it was, or why there is none (one seed and
+fewer than 50 iterations), and ``interval_note`` says it in a sentence.
 
 The speedup is over the first variant; an asynchronous variant's iterations
 are single model updates, so its speedup over a synchronous one (or the other
@@ -36,6 +38,30 @@ def mean_confidence_interval(frame: pd.DataFrame) -> tuple[float, float]:
     return (max(centre - half, 0.0), centre + half)
 
 
+def interval_source(frame: pd.DataFrame) -> str:
+    """Where the interval of ``mean_confidence_interval`` comes from, or why there is none."""
+    seeds = frame["seed"].nunique()
+    if seeds >= 2:
+        return f"{seeds} seeds"
+    if len(frame) >= MIN_BATCH * BATCHES:
+        return f"{BATCHES} batch means"
+    return f"n/a: 1 seed, {len(frame)} iterations"
+
+
+def interval_note(summary: pd.DataFrame) -> str | None:
+    """One sentence on where the 95% intervals come from, and why some are n/a."""
+    if summary.empty:
+        return None
+    sources = list(dict.fromkeys(summary["ci_from"]))
+    missing = [s for s in sources if s.startswith("n/a")]
+    if missing:
+        return (
+            f"95% CI n/a: one seed and fewer than {MIN_BATCH * BATCHES} iterations ({BATCHES} batch means of "
+            f"{MIN_BATCH} or more); give --seeds 0,1,2 or more iterations."
+        )
+    return f"95% CI over {' / '.join(sources)} (the mean of each as one sample)."
+
+
 def summarize(iterations: pd.DataFrame, sweep_columns: list[str] | None = None) -> pd.DataFrame:
     """One row per (sweep point, variant), variants in their first-seen order."""
     rows = []
@@ -64,6 +90,7 @@ def summarize(iterations: pd.DataFrame, sweep_columns: list[str] | None = None) 
                 exact_share=frame["exact"].mean(),
                 staleness=frame["staleness"].mean(),
                 iterations=len(frame),
+                ci_from=interval_source(frame),
             )
             rows.append(row)
     return pd.DataFrame(rows)

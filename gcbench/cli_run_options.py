@@ -1,0 +1,76 @@
+"""The scenario of a new `gcbench run`: the file, with the command line's overrides, checked for real mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gcbench.errors import GcbenchError
+from gcbench.scenario import load_scenario
+from gcbench.scenario.build import scheme_for
+from gcbench.scenario.loading import with_overrides
+from gcbench.scenario.schema import Scenario
+
+
+def real_scenario(
+    path: Path, iterations: int | None, training: dict[str, Any], variants: str | None = None, seeds: str | None = None
+) -> Scenario:
+    """The scenario to run: ``--variants`` picks variants by label, ``--seeds`` sets the seeds (validated)."""
+    points = load_scenario(path)
+    if len(points) > 1:
+        raise GcbenchError(f"{path}: real runs do not sweep; remove 'sweep' or simulate it with --sim.")
+    scenario = points[0].scenario
+    changes: dict[str, Any] = {f"training.{key}": value for key, value in training.items() if value is not None}
+    if iterations is not None:
+        changes["iterations"] = iterations
+    if variants is not None:
+        chosen = select_variants(scenario, variants)
+        changes["variants"] = [scenario.variants[i].model_dump(mode="json") for i in chosen]
+    if seeds is not None:
+        changes["seeds"] = parse_seeds(seeds)
+    scenario = with_overrides(scenario, path, changes) if changes else scenario
+    check_real(scenario, path)
+    return scenario
+
+
+def select_variants(scenario: Scenario, names: str) -> list[int]:
+    """Indices of the variants named in ``names`` (labels, comma-separated; a label may itself hold commas)."""
+    labels = [v.display_label() for v in scenario.variants]
+    pieces, chosen, i = names.split(","), [], 0
+    while i < len(pieces):
+        for j in range(len(pieces), i, -1):  # the longest run of pieces that is a label
+            name = ",".join(pieces[i:j]).strip()
+            if name in labels:
+                break
+        else:
+            listed = "; ".join(f"'{label}'" for label in labels)
+            raise GcbenchError(
+                f"--variants: no variant is labelled '{pieces[i].strip()}'; the scenario's labels are {listed}."
+            )
+        if labels.index(name) not in chosen:
+            chosen.append(labels.index(name))
+        i = j
+    return chosen
+
+
+def parse_seeds(text: str) -> list[int]:
+    """'0,1,2' as [0, 1, 2]; the scenario's schema then checks the values like the file's seeds."""
+    try:
+        return [int(piece) for piece in text.split(",")]
+    except ValueError:
+        raise GcbenchError(f"--seeds must be comma-separated integers such as 0,1,2; got '{text}'.") from None
+
+
+def check_real(scenario: Scenario, path: Path) -> None:
+    """What real mode needs beyond a valid scenario: equal partitions, and data options that apply."""
+    training = scenario.training
+    if training.dataset == "synthetic" and training.data_dir:
+        raise GcbenchError(f"{path}: training.data_dir ({training.data_dir}) is for cifar10; the dataset is synthetic.")
+    partitions_of = [(f"variant '{v.display_label()}'", scheme_for(scenario, v).k) for v in scenario.variants]
+    for label, partitions in partitions_of + [("the local backend", scenario.workers)]:
+        if training.batch_size % partitions:
+            fit = max(partitions, round(training.batch_size / partitions) * partitions)
+            raise GcbenchError(
+                f"{path}: training.batch_size ({training.batch_size}) must be a multiple of the {partitions} data "
+                f"partitions of {label}, so each partition gets as many samples; use {fit}, for example."
+            )

@@ -1,0 +1,194 @@
+"""A real run's (variant, seed) runs, taking turns, with the results written as they go.
+
+Seeds run one after another; within a seed the variants take turns, one block
+of ``training.checkpoint_every`` iterations each, in the scenario's order
+(round robin), so slow drift in the machine's background load falls on every
+variant alike. A block ends at a checkpoint, so the turns and ``--resume``
+share one state: a resumed run takes up the turns where each run's checkpoint
+left it. After every block the tables are rewritten (``iterations.parquet``,
+``workers.parquet``) and ``run.json`` says how far the run is, so a partial run
+can be plotted.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+import pandas as pd
+
+from gcbench.real.runner import block_end, run_local
+from gcbench.real.variant import OnIteration, VariantRun, VariantStopped
+from gcbench.results.metadata import utc_now
+from gcbench.results.store import write_metadata, write_tables
+from gcbench.scenario.schema import Scenario
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what schedulers such as SLURM send), handled as Ctrl-C is."""
+
+
+EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}  # 128 + the signal's number, as shells report it
+
+
+class Display(Protocol):
+    def begin(self, runs: list) -> None: ...
+    def on_iteration(self, run) -> OnIteration: ...
+    def block_done(self, run) -> None: ...
+    def say(self, message: str) -> None: ...
+    def close(self) -> None: ...
+
+
+class LocalRun:
+    """One seed of the local backend (one process, no checkpoints): the whole run is one block."""
+
+    index, checkpoint, label = None, None, "local"
+
+    def __init__(self, scenario: Scenario, seed: int, data) -> None:
+        self.scenario, self.seed, self.data = scenario, seed, data
+        self.resumed_at = self.next_iteration = self.checkpointed = 0
+        self.stopped, self.frame = None, None
+
+    @property
+    def finished(self) -> bool:
+        return self.frame is not None
+
+    def run_block(self, last: int, on_iteration: OnIteration | None = None) -> None:
+        self.frame, _ = run_local(self.scenario, self.data, self.seed, on_iteration)
+        self.next_iteration = self.scenario.iterations
+
+    def frames(self) -> tuple[pd.DataFrame | None, None]:
+        return self.frame, None
+
+    def close(self) -> None:
+        pass
+
+
+def build_runs(scenario: Scenario, backend: str, data, out: Path) -> list:
+    """Every (variant, seed) run, seed by seed; each Ray run picks up its checkpoint if it has one."""
+    if backend == "local":
+        return [LocalRun(scenario, seed, data) for seed in scenario.seeds]
+    folder = out / "checkpoints"
+    return [
+        VariantRun(scenario, index, seed, data, folder / f"variant{index}-seed{seed}.pt")
+        for seed in scenario.seeds
+        for index in range(len(scenario.variants))
+    ]
+
+
+def turns(runs: list, end_of_block: Callable[[int], int]) -> Iterator[tuple[Any, int]]:
+    """(run, last iteration of its block), seed by seed, the seed's unfinished runs taking turns."""
+    for seed in dict.fromkeys(run.seed for run in runs):
+        group = [run for run in runs if run.seed == seed]
+        while active := [run for run in group if not run.finished]:
+            for run in active:
+                if not run.finished:
+                    yield run, end_of_block(run.next_iteration)
+
+
+class Session:
+    """Trains the runs in turns and keeps the results directory up to date; ``meta`` is run.json."""
+
+    def __init__(self, scenario: Scenario, runs: list, out: Path, meta: dict[str, Any], display: Display) -> None:
+        self.scenario, self.runs, self.out, self.meta, self.display = scenario, runs, out, meta, display
+        self.began = time.perf_counter()
+        self.stopped: list[str] = []
+
+    def train(self) -> str:
+        """Run every turn; the final status: complete, or stopped when a variant could not go on."""
+        self.flush("running")
+        self.display.begin(self.runs)
+        try:
+            for run, last in turns(self.runs, lambda first: block_end(first, self.scenario)):
+                self._turn(run, last)
+                self.flush("running")
+        except KeyboardInterrupt:
+            self.display.close()
+            with signals_ignored():
+                self.close()
+                self.flush("interrupted")
+            raise
+        self.display.close()
+        status = "stopped" if self.stopped else "complete"
+        with signals_ignored():
+            self.close()
+            self.flush(status)
+        return status
+
+    def _turn(self, run, last: int) -> None:
+        try:
+            run.run_block(last, self.display.on_iteration(run))
+        except VariantStopped as error:  # keep what it finished, and go on with the other variants
+            self.display.say(f"error: {error}")
+            self.stopped.append(run.label)
+        self.display.block_done(run)
+
+    def tables(self) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+        frames = [run.frames() for run in self.runs]
+        iterations = [f for f, _ in frames if f is not None and len(f)]
+        workers = [w for _, w in frames if w is not None and len(w)]
+        return (
+            pd.concat(iterations, ignore_index=True) if iterations else None,
+            pd.concat(workers, ignore_index=True) if workers else None,
+        )
+
+    def flush(self, status: str) -> None:
+        """Write the tables so far and run.json with this status (and this part's wall time)."""
+        iterations, workers = self.tables()
+        if iterations is not None:
+            write_tables(self.out, iterations, workers)
+        self.meta["status"] = status
+        self.meta["iterations_planned"] = self.scenario.iterations * len(self.runs)
+        self.meta["updated"] = utc_now()
+        self._wall_holder()["wall_seconds"] = round(time.perf_counter() - self.began, 3)
+        write_metadata(self.out, self.meta)
+
+    def _wall_holder(self) -> dict[str, Any]:
+        """Where this part's wall time goes: the newest resume entry, or the run itself (its first part)."""
+        return self.meta["resumes"][-1] if self.meta.get("resumes") else self.meta
+
+    def close(self) -> None:
+        for run in self.runs:
+            run.close()
+
+
+class signals_ignored:
+    """Ignore Ctrl-C and SIGTERM while the results are written, so a second signal does not cut a file short."""
+
+    def __enter__(self) -> None:
+        main = threading.current_thread() is threading.main_thread()  # only the main thread handles signals
+        self.previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
+
+    def __exit__(self, *exc: object) -> None:
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
+
+
+class sigterm_as_interrupt:
+    """SIGTERM raises ``Terminated`` in the main thread, as Ctrl-C raises KeyboardInterrupt.
+
+    Installed again after Ray starts (``install``): Ray's core worker sets its own
+    SIGTERM handler, which prints a C++ stack dump and aborts the driver. Ray turns an exception
+    raised by a signal handler during one of its waits into a KeyboardInterrupt,
+    so ``terminated`` remembers that SIGTERM came.
+    """
+
+    def __enter__(self) -> sigterm_as_interrupt:
+        self.terminated = False
+        self.previous = signal.signal(signal.SIGTERM, self._raise)
+        return self
+
+    def install(self) -> None:
+        """Put the handler back in place (Ray's start replaces it)."""
+        signal.signal(signal.SIGTERM, self._raise)
+
+    def _raise(self, signum: int, frame: object) -> None:
+        self.terminated = True
+        raise Terminated()
+
+    def __exit__(self, *exc: object) -> None:
+        signal.signal(signal.SIGTERM, self.previous)
