@@ -51,7 +51,10 @@ def simulate_scenario(
     overrides: dict[str, Any] | None = None,
     force: bool = True,
 ) -> tuple[Path, pd.DataFrame]:
-    """Simulate and write results; ``iterations`` and ``overrides`` change the scenario as the file would."""
+    """Simulate and write results; ``iterations`` and ``overrides`` change the scenario as the file would.
+
+    ``force`` defaults to True for `gcbench run --sim`, which has no --force yet; `simulate` passes its flag.
+    """
     changes = dict(overrides or {})
     if iterations is not None:
         changes["iterations"] = iterations

@@ -17,9 +17,9 @@ from gcbench.models.network import Network
 from gcbench.models.straggling import NoStraggling, Straggling
 from gcbench.models.traces import Trace
 from gcbench.policies import Decodable, Policy
+from gcbench.scenario.paths import MAX_INT
 
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
-MAX_INT = 2**63 - 1  # seeds and counts are int64 columns of the results
 Seed = Annotated[int, Field(ge=0, le=MAX_INT)]
 
 
