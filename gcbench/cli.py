@@ -8,10 +8,36 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from gcbench.errors import GcbenchError
 
+
+def _plain_help_types(command: Any, ctx: Any) -> None:
+    """No type placeholder after a flag (typer prints <bool>) or a variadic argument (<list[Path]>)."""
+    for param in [*command.params, command.get_help_option(ctx)]:
+        if param is None:
+            continue
+        if getattr(param, "is_flag", False) or (param.nargs != 1 and getattr(param, "metavar", None) is None):
+            param.display_type_rich = lambda ctx: None
+
+
+class _HelpGroup(TyperGroup):
+    """The `gcbench` group, with help that shows only the placeholders a user types."""
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        command = super().get_command(ctx, name)
+        if command is not None:
+            _plain_help_types(command, ctx)
+        return command
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        _plain_help_types(self, ctx)
+        super().format_help(ctx, formatter)
+
+
 app = typer.Typer(
+    cls=_HelpGroup,
     help="Benchmark gradient coding and aggregation policies for straggler-tolerant training.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -81,16 +107,35 @@ def simulate(
     workers_table: Annotated[
         bool, typer.Option("--workers-table/--no-workers-table", help="Write workers.parquet.")
     ] = True,
+    iterations: Annotated[int | None, typer.Option("--iterations", min=1, help="Override the scenario's.")] = None,
+    seeds: Annotated[
+        str | None, typer.Option("--seeds", metavar="0,1,2", help="Override the scenario's: comma-separated.")
+    ] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="PATH=VALUE",
+            help="Override any field, e.g. --set straggling.probability=0.2 (YAML value; repeatable).",
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the results already in --out.")] = False,
 ) -> None:
     """Simulate a scenario: every variant, seed and sweep point; print the summary and write results."""
     from gcbench.cli_schemes import wide_console
     from gcbench.cli_simulate import check_scenario, simulate_scenario
+    from gcbench.scenario.overrides import parse_seeds, parse_sets
 
     console = wide_console()
+    overrides = parse_sets(sets or [])
+    if seeds is not None:
+        overrides["seeds"] = parse_seeds(seeds)
+    if iterations is not None:
+        overrides["iterations"] = iterations
     if check:
-        check_scenario(scenario, console)
+        check_scenario(scenario, console, overrides)
         return
-    simulate_scenario(scenario, out, jobs, workers_table, console)
+    simulate_scenario(scenario, out, jobs, workers_table, console, overrides=overrides, force=force)
 
 
 @app.command()
@@ -129,7 +174,7 @@ def run(
     model: Annotated[str | None, typer.Option("--model", help="small_cnn or resnet18.")] = None,
     dataset: Annotated[str | None, typer.Option("--dataset", help="cifar10 or synthetic.")] = None,
     data_dir: Annotated[str | None, typer.Option("--data-dir", help="A local CIFAR-10 copy.")] = None,
-    device: Annotated[str | None, typer.Option("--device", help="auto, cpu or cuda.")] = None,
+    device: Annotated[str | None, typer.Option("--device", help="auto, cpu, cuda or cuda:N.")] = None,
     variants: Annotated[
         str | None, typer.Option("--variants", help="Run only these variants: labels, comma-separated.")
     ] = None,

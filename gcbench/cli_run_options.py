@@ -9,6 +9,7 @@ from gcbench.errors import GcbenchError
 from gcbench.scenario import load_scenario
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.loading import with_overrides
+from gcbench.scenario.overrides import parse_seeds
 from gcbench.scenario.schema import Scenario
 
 
@@ -51,14 +52,6 @@ def select_variants(scenario: Scenario, names: str) -> list[int]:
             chosen.append(labels.index(name))
         i = j
     return chosen
-
-
-def parse_seeds(text: str) -> list[int]:
-    """'0,1,2' as [0, 1, 2]; the scenario's schema then checks the values like the file's seeds."""
-    try:
-        return [int(piece) for piece in text.split(",")]
-    except ValueError:
-        raise GcbenchError(f"--seeds must be comma-separated integers such as 0,1,2; got '{text}'.") from None
 
 
 def check_real(scenario: Scenario, path: Path) -> None:

@@ -3,36 +3,64 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from gcbench.errors import GcbenchError
+from gcbench.models.traces import TraceCleaning, cleaned_trace
 from gcbench.results import summarize, write_results
 from gcbench.results.metadata import new_run_directory, run_metadata
 from gcbench.scenario import load_scenario
-from gcbench.scenario.loading import with_overrides
+from gcbench.scenario.loading import SweepPoint
 from gcbench.sim.runner import simulate_points, task_count
 
+RESULT_FILES = ("iterations.parquet", "workers.parquet", "run.json", "summary.csv")
 
-def check_scenario(path: Path, console: Console) -> None:
-    points = load_scenario(path)
+
+def check_scenario(path: Path, console: Console, overrides: dict[str, Any] | None = None) -> None:
+    points = load_scenario(path, overrides)
     scenario = points[0].scenario
     console.print(
         f"{path}: valid — {scenario.workers} workers, {len(scenario.variants)} variants, "
         f"{len(points)} sweep point(s), {len(scenario.seeds)} seed(s), {scenario.iterations} iterations each."
     )
+    print_trace_cleaning(points, console)
+
+
+def check_out(out: Path, force: bool) -> None:
+    """Refuse to overwrite a results directory (or a file) unless told to."""
+    if out.exists() and not out.is_dir():
+        raise GcbenchError(f"--out {out}: is a file, not a directory; choose another path.")
+    if not force and out.is_dir() and any((out / name).exists() for name in RESULT_FILES):
+        raise GcbenchError(f"--out {out}: holds results already; add --force to overwrite them, or choose another.")
 
 
 def simulate_scenario(
-    path: Path, out: Path | None, jobs: int | None, with_workers: bool, console: Console, iterations: int | None = None
+    path: Path,
+    out: Path | None,
+    jobs: int | None,
+    with_workers: bool,
+    console: Console,
+    iterations: int | None = None,
+    *,
+    overrides: dict[str, Any] | None = None,
+    force: bool = True,
 ) -> tuple[Path, pd.DataFrame]:
-    points = load_scenario(path)
-    if iterations is not None:  # gcbench run --sim --iterations N
-        points = [replace(p, scenario=with_overrides(p.scenario, path, {"iterations": iterations})) for p in points]
+    """Simulate and write results; ``iterations`` and ``overrides`` change the scenario as the file would.
+
+    ``force`` defaults to True for `gcbench run --sim`, which has no --force yet; `simulate` passes its flag.
+    """
+    changes = dict(overrides or {})
+    if iterations is not None:
+        changes["iterations"] = iterations
+    points = load_scenario(path, changes)
+    if out is not None:
+        check_out(out, force)
     scenario = points[0].scenario
     out = out or new_run_directory(Path("results"), scenario.name)
     began = time.perf_counter()
@@ -45,10 +73,11 @@ def simulate_scenario(
     sweep_columns = list(points[0].values)
     summary = summarize(iterations, sweep_columns)
     elapsed = time.perf_counter() - began
-    meta = run_metadata("sim", path, points, {"backend": "simulator", "wall_seconds": round(elapsed, 3)})
-    write_results(out, iterations, workers, meta)
+    extra = {"backend": "simulator", "wall_seconds": round(elapsed, 3), **trace_cleaning(points)}
+    write_results(out, iterations, workers, run_metadata("sim", path, points, extra))
     summary.to_csv(out / "summary.csv", index=False)
     print_summary(summary, sweep_columns, console)
+    print_trace_cleaning(points, console)
     console.print(f"results: {out}  ({len(iterations)} iterations simulated in {elapsed:.1f} s)")
     return out, summary
 
@@ -74,3 +103,24 @@ def print_summary(summary: pd.DataFrame, sweep_columns: list[str], console: Cons
                 "and staleness is how many updates old the used results were on average; "
                 "their speedup over synchronous iterations is not comparable (n/a)."
             )
+
+
+def cleanings(points: list[SweepPoint]) -> dict[str, TraceCleaning]:
+    """What the trace policies did, per trace file replayed (empty without a trace)."""
+    found: dict[str, TraceCleaning] = {}
+    for point in points:
+        trace = point.scenario.compute.trace
+        if trace is not None and trace.path not in found:
+            found[trace.path] = cleaned_trace(trace, point.scenario.workers)[1]
+    return found
+
+
+def trace_cleaning(points: list[SweepPoint]) -> dict[str, Any]:
+    """run.json's ``trace_cleaning``: the counts per trace file, when a trace is replayed."""
+    found = cleanings(points)
+    return {"trace_cleaning": {path: c.as_dict() for path, c in found.items()}} if found else {}
+
+
+def print_trace_cleaning(points: list[SweepPoint], console: Console) -> None:
+    for path, cleaning in cleanings(points).items():
+        console.print(f"trace {Path(path).name}: {cleaning.sentence()}.")

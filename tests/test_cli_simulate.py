@@ -97,7 +97,8 @@ def test_rerunning_into_a_folder_leaves_no_stale_workers_table(tmp_path):
     out = tmp_path / "run"
     assert runner.invoke(app, ["simulate", str(scenario), "--out", str(out)]).exit_code == 0
     assert (out / "workers.parquet").is_file()
-    assert runner.invoke(app, ["simulate", str(scenario), "--out", str(out), "--no-workers-table"]).exit_code == 0
+    again = ["simulate", str(scenario), "--out", str(out), "--no-workers-table", "--force"]
+    assert runner.invoke(app, again).exit_code == 0
     assert not (out / "workers.parquet").exists()
 
 
@@ -107,3 +108,82 @@ def test_asynchronous_runs_show_staleness(tmp_path):
     result = runner.invoke(app, ["simulate", str(scenario), "--out", str(tmp_path / "o")])
     assert result.exit_code == 0 and "staleness" in result.output
     assert "an iteration is one model update from k results" in result.output
+
+
+def test_out_onto_existing_results_asks_for_force(tmp_path):
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
+    out = tmp_path / "run"
+    assert runner.invoke(app, ["simulate", str(scenario), "--out", str(out), "--iterations", "2"]).exit_code == 0
+    before = (out / "run.json").read_text()
+    done = gcbench("simulate", str(scenario), "--out", str(out), "--iterations", "3")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert (
+        done.stderr == f"error: --out {out}: holds results already; add --force to overwrite them, or choose another.\n"
+    )
+    assert (out / "run.json").read_text() == before
+    assert (
+        runner.invoke(app, ["simulate", str(scenario), "--out", str(out), "--iterations", "3", "--force"]).exit_code
+        == 0
+    )
+    assert pd.read_parquet(out / "iterations.parquet")["iteration"].max() == 2
+
+
+def test_iterations_seeds_and_set_override_the_file(tmp_path):
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
+    out = tmp_path / "run"
+    options = ["--iterations", "4", "--seeds", "7, 9,11", "--set", "straggling.probability=0.5"]
+    options += ["--set", "sweep={straggling.slowdown: [3]}", "--set", "variants[1].policy={name: fastest_k, k: 5}"]
+    result = runner.invoke(app, ["simulate", str(scenario), "--out", str(out), *options])
+    assert result.exit_code == 0, result.output
+    iterations = pd.read_parquet(out / "iterations.parquet")
+    assert sorted(iterations["seed"].unique()) == [7, 9, 11] and iterations["iteration"].max() == 3
+    assert set(iterations["straggling.slowdown"]) == {3} and "fr(s=1)/fastest_k" in set(iterations["variant"])
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["scenario"]["straggling"]["probability"] == 0.5 and meta["seeds"] == [7, 9, 11]
+
+
+def test_overrides_are_validated_like_the_file(tmp_path):
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
+    cases = {
+        ("--set", "straggling.probability=2"): "with the command-line options: straggling.probability: Input should be "
+        "less than or equal to 1.",
+        (
+            "--set",
+            "straggling.probabilty=0.5",
+        ): "straggling.probabilty: unknown field (check its spelling and section).",
+        ("--set", "variants[5].s=1"): "--set variants[5].s: there is no item 5 to set.",
+        ("--set", "noequals"): "--set noequals: write it as path=value, e.g. --set straggling.probability=0.2.",
+        ("--set", "a..b=1"): "--set a..b: not a dotted path such as straggling.slowdown or variants[1].s.",
+        ("--set", "name=[unclosed"): "--set name=[unclosed: not valid YAML",
+        ("--seeds", "0,x"): "--seeds: give comma-separated whole numbers such as 0,1,2, not '0,x'.",
+        ("--seeds", "0,-1"): "--seeds: seeds are whole numbers >= 0, not '0,-1'.",
+        ("--seeds", "1,1"): "seeds: Value error, give each seed once",
+    }
+    for option, message in cases.items():
+        for check in ([], ["--check"]):
+            done = runner.invoke(app, ["simulate", str(scenario), *check, *option, "--out", str(tmp_path / "o")])
+            assert done.exit_code == 2 and done.stderr.count("\n") == 1, (option, done.stderr)
+            assert message.replace("Value error, ", "") in done.stderr, (option, done.stderr)
+    assert not (tmp_path / "o").exists()
+
+
+def test_check_takes_the_overrides(tmp_path):
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
+    result = runner.invoke(app, ["simulate", "--check", str(scenario), "--seeds", "1,2,3", "--iterations", "9"])
+    assert result.exit_code == 0 and "3 seed(s), 9 iterations each" in result.output
+
+
+def test_help_shows_no_typer_type_placeholders():
+    for command in ["simulate", "run", "plot", "schemes", None]:
+        args = [command, "--help"] if command else ["--help"]
+        result = runner.invoke(app, args, env={"COLUMNS": "160"})
+        assert result.exit_code == 0
+        assert "<bool>" not in result.output and "list[" not in result.output, (command, result.output)
+    run_help = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "160"}).output
+    assert "cuda:N" in run_help
+    simulate_help = runner.invoke(app, ["simulate", "--help"], env={"COLUMNS": "160"}).output
+    assert all(flag in simulate_help for flag in ("--iterations", "--seeds", "--set", "PATH=VALUE", "--force"))

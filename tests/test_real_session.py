@@ -325,7 +325,7 @@ def test_an_unknown_variant_lists_the_labels(tmp_path):
 @pytest.mark.parametrize(
     ("seeds", "message"),
     [
-        ("0,x", "error: --seeds must be comma-separated integers such as 0,1,2; got '0,x'."),
+        ("0,x", "error: --seeds: give comma-separated whole numbers such as 0,1,2, not '0,x'."),
         ("0,-1", "seeds[1]: Input should be greater than or equal to 0"),
     ],
 )

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
+from gcbench.cli import app
 from gcbench.errors import GcbenchError
-from gcbench.models.traces import trace_matrix
+from gcbench.models.traces import Trace, trace_matrix
 from gcbench.sim.runner import simulate_points
 
 from simhelpers import point
 
 ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
 
 
 def frame(rows):
@@ -52,7 +56,7 @@ def test_non_numeric_and_negative_times_count_as_missing():
 
 
 def test_too_few_workers_is_a_clear_error():
-    with pytest.raises(GcbenchError, match="the trace has 2 workers, the scenario needs 3"):
+    with pytest.raises(GcbenchError, match="the trace has 2 workers with times, the scenario needs 3"):
         trace_matrix(frame(CLEAN), 3, "mean", "error")
 
 
@@ -87,3 +91,80 @@ def test_replay_reproduces_the_alibaba_traces_exactly(shared_data, job):
     columns = {"worker": "worker", "iteration": "time", "time": "batch_time_norm"}
     expected = independent_wait_all(path, columns, 0.001, 10, 300)
     np.testing.assert_array_equal(replay(path, columns, 0.001, 10, 300), expected)
+
+
+SCENARIO = "name: t\nworkers: 3\niterations: 5\ncompute: {trace: {path: %s}}\nvariants: [{scheme: uncoded}]\n"
+
+
+def write_case(tmp_path: Path, rows: str, trace: str = "trace.csv") -> Path:
+    (tmp_path / "trace.csv").write_text("worker,iteration,time\n" + rows)
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SCENARIO % trace)
+    return scenario
+
+
+def test_times_that_are_not_numbers_say_so_with_a_row(tmp_path):
+    scenario = write_case(tmp_path, "0,0,a\n1,0,b\n2,0,c\n0,1,x\n")
+    for check in ([], ["--check"]):
+        done = runner.invoke(app, ["simulate", *check, str(scenario), "--out", str(tmp_path / "o")])
+        assert done.exit_code == 2 and done.stderr == (
+            f"error: {scenario}: compute.trace: the times in column 'time' of trace.csv are not numbers "
+            "(e.g. worker 0, iteration 0, time 'a'); check compute.trace.columns.time.\n"
+        )
+
+
+def test_a_partly_garbage_trace_reports_what_was_dropped_and_imputed(tmp_path):
+    rows = "0,0,1\n1,0,2\n2,0,x\n0,1,1\n1,1,-2\n2,1,3\n0,2,1\n0,2,3\n1,2,1\n,3,1\n"
+    scenario = write_case(tmp_path, rows)
+    done = runner.invoke(app, ["simulate", str(scenario), "--out", str(tmp_path / "o")], env={"COLUMNS": "300"})
+    assert done.exit_code == 0, done.output
+    assert (
+        "trace trace.csv: 10 rows, 3 iterations replayed: 1 rows without a worker or an iteration number dropped, "
+        "1 rows whose time is not a number, 1 rows whose time is negative or too large, 1 duplicated rows merged, "
+        "3 missing entries filled with the worker's median." in " ".join(done.output.split())
+    )
+    meta = json.loads((tmp_path / "o" / "run.json").read_text())
+    assert meta["trace_cleaning"] == {
+        str(tmp_path / "trace.csv"): {
+            "rows": 10,
+            "rows_without_id": 1,
+            "rows_not_numbers": 1,
+            "rows_out_of_range": 1,
+            "duplicates_merged": 1,
+            "entries_imputed": 3,
+            "iterations_dropped": 0,
+            "iterations": 3,
+        }
+    }
+    check = runner.invoke(app, ["simulate", "--check", str(scenario)], env={"COLUMNS": "300"})
+    assert check.exit_code == 0
+    assert "3 missing entries filled with the worker's median" in " ".join(check.output.split())
+
+
+def test_a_missing_trace_names_the_scenario_file_and_the_resolved_path(tmp_path):
+    scenario = write_case(tmp_path, "0,0,1\n", trace="sub/absent.csv")
+    done = runner.invoke(app, ["simulate", "--check", str(scenario)])
+    assert done.exit_code == 2 and done.stderr == (
+        f"error: {scenario}: compute.trace.path: no such file: {tmp_path}/sub/absent.csv "
+        "('sub/absent.csv' relative to the scenario's folder).\n"
+    )
+
+
+# What the duplicate and missing policies do to the real Alibaba traces (counted independently with pandas:
+# job 2 has iterations with missing workers and one duplicated pair, jobs 3 and 4 miss one entry each).
+ALIBABA_CLEANING = {1: (0, 0, 300), 2: (1, None, 254), 3: (0, 1, 249), 4: (0, 1, 2183)}
+
+
+@pytest.mark.parametrize("job", [1, 2, 3, 4])
+def test_the_alibaba_traces_report_their_cleaning(shared_data, job):
+    path = shared_data / "traces" / "alibaba-pai-2020" / f"job_{job}_norm.csv"
+    raw = pd.read_csv(path)
+    counts = raw.groupby(["time", "worker"]).size()
+    table = raw.groupby(["time", "worker"])["batch_time_norm"].mean().unstack()
+    trace = Trace(path=str(path), columns={"worker": "worker", "iteration": "time", "time": "batch_time_norm"})
+    _, cleaning = trace.cleaned(10)
+    assert cleaning.rows == len(raw) and cleaning.duplicates_merged == int((counts - 1).sum())
+    assert cleaning.entries_imputed == int(table.isna().sum().sum()) and cleaning.iterations == len(table)
+    duplicates, imputed, iterations = ALIBABA_CLEANING[job]
+    assert cleaning.duplicates_merged == duplicates and cleaning.iterations == iterations
+    assert imputed is None or cleaning.entries_imputed == imputed

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
-from gcbench.models.traces import Trace
-
-
-@lru_cache(maxsize=8)
-def _trace_matrix(trace: Trace, workers: int) -> np.ndarray:
-    return trace.matrix(workers)
+from gcbench.models.traces import cleaned_trace
 
 
 def compute_times(compute, rng: np.random.Generator, iterations: int, loads: np.ndarray) -> np.ndarray:
@@ -22,7 +15,7 @@ def compute_times(compute, rng: np.random.Generator, iterations: int, loads: np.
     """
     n = len(loads)
     if compute.trace is not None:
-        table = _trace_matrix(compute.trace, n)
+        table = cleaned_trace(compute.trace, n)[0]
         times = table[np.arange(iterations) % len(table)]
         if compute.trace.load_scaling == "proportional":
             times = times * loads

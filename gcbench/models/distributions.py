@@ -1,25 +1,44 @@
 """Compute-time distributions (seconds per partition, before speed factors and straggling).
 
 Every distribution samples with a numpy Generator, so one seed gives one stream.
+Parameters are finite and each distribution's mean is at most MAX_SECONDS (a
+Pareto without a mean, shape <= 1, bounds its median instead and needs shape >=
+0.1), so no draw overflows to infinity.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field, PositiveFloat, model_validator
 
-from gcbench.models._config import Config
-
-NonNegative = Annotated[float, Field(ge=0)]
+from gcbench.models._config import MAX_SECONDS, Config, Seconds
 
 
-class Deterministic(Config):
+class _Bounded(Config):
+    """A distribution whose typical size (its mean) stays below the duration ceiling."""
+
+    def typical(self) -> tuple[str, float]:
+        return "mean", self.mean()
+
+    @model_validator(mode="after")
+    def _below_ceiling(self):
+        what, value = self.typical()
+        if not value <= MAX_SECONDS:
+            raise ValueError(
+                f"{self.distribution}: its {what} must be at most {MAX_SECONDS:.0e} s; "
+                f"these parameters give {value:.3g} s"
+            )
+        return self
+
+
+class Deterministic(_Bounded):
     """Always ``value`` seconds."""
 
     distribution: Literal["deterministic"]
-    value: NonNegative
+    value: Seconds
 
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
         return np.full(size, self.value)
@@ -28,7 +47,7 @@ class Deterministic(Config):
         return self.value
 
 
-class Exponential(Config):
+class Exponential(_Bounded):
     """Exponential with rate ``rate`` (mean 1/rate)."""
 
     distribution: Literal["exponential"]
@@ -38,29 +57,29 @@ class Exponential(Config):
         return rng.exponential(1.0 / self.rate, size)
 
     def mean(self) -> float:
-        return 1.0 / self.rate
+        return _ratio(1.0, self.rate)
 
 
-class ShiftedExponential(Config):
+class ShiftedExponential(_Bounded):
     """``shift`` plus an exponential with rate ``rate`` (Lee et al.; Tandon et al.)."""
 
     distribution: Literal["shifted_exponential"]
-    shift: NonNegative
+    shift: Seconds
     rate: PositiveFloat
 
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
         return self.shift + rng.exponential(1.0 / self.rate, size)
 
     def mean(self) -> float:
-        return self.shift + 1.0 / self.rate
+        return self.shift + _ratio(1.0, self.rate)
 
 
-class Pareto(Config):
+class Pareto(_Bounded):
     """Pareto (type I) with minimum ``scale`` and tail index ``shape``: heavy tails."""
 
     distribution: Literal["pareto"]
     scale: PositiveFloat
-    shape: PositiveFloat
+    shape: Annotated[float, Field(ge=0.1)]  # below, a draw can overflow to infinity
 
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
         return self.scale * (1.0 + rng.pareto(self.shape, size))
@@ -68,8 +87,12 @@ class Pareto(Config):
     def mean(self) -> float:
         return self.scale * self.shape / (self.shape - 1.0) if self.shape > 1 else float("inf")
 
+    def typical(self) -> tuple[str, float]:
+        """The mean, or the median 2^(1/shape) x scale when there is no mean."""
+        return ("mean", self.mean()) if self.shape > 1 else ("median", _product(self.scale, 2.0 ** (1.0 / self.shape)))
 
-class LogNormal(Config):
+
+class LogNormal(_Bounded):
     """exp(N(mu, sigma^2)): ``mu`` and ``sigma`` of the underlying normal."""
 
     distribution: Literal["lognormal"]
@@ -80,10 +103,10 @@ class LogNormal(Config):
         return rng.lognormal(self.mu, self.sigma, size)
 
     def mean(self) -> float:
-        return float(np.exp(self.mu + self.sigma**2 / 2))
+        return _exp(self.mu + self.sigma**2 / 2)
 
 
-class Weibull(Config):
+class Weibull(_Bounded):
     """Weibull with ``shape`` k and ``scale`` lambda."""
 
     distribution: Literal["weibull"]
@@ -94,22 +117,38 @@ class Weibull(Config):
         return self.scale * rng.weibull(self.shape, size)
 
     def mean(self) -> float:
-        from math import gamma
-
-        return self.scale * gamma(1.0 + 1.0 / self.shape)
+        return _product(self.scale, _exp(math.lgamma(1.0 + 1.0 / self.shape)))
 
 
-class Empirical(Config):
+class Empirical(_Bounded):
     """Resample, with replacement, from measured ``samples`` (seconds)."""
 
     distribution: Literal["empirical"]
-    samples: list[NonNegative] = Field(min_length=1)
+    samples: list[Seconds] = Field(min_length=1)
 
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
         return rng.choice(np.asarray(self.samples, dtype=float), size=size)
 
     def mean(self) -> float:
         return float(np.mean(self.samples))
+
+
+def _ratio(a: float, b: float) -> float:
+    try:
+        return a / b
+    except (OverflowError, ZeroDivisionError):
+        return float("inf")
+
+
+def _product(a: float, b: float) -> float:
+    return a * b if math.isfinite(a * b) else float("inf")
+
+
+def _exp(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return float("inf")
 
 
 class Component(Config):

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from gcbench.models._config import Config
+from gcbench.models._config import Config, Seconds
 
 
 class NoFailures(Config):
@@ -27,7 +27,7 @@ class CrashFailures(Config):
     model: Literal["crash"]
     probability: Annotated[float, Field(ge=0, le=1)] | None = None
     rate: Annotated[float, Field(ge=0)] | None = None
-    downtime: Annotated[float, Field(ge=0)] | None = None
+    downtime: Seconds | None = None
 
     @model_validator(mode="after")
     def _one_of_probability_and_rate(self) -> CrashFailures:

@@ -12,11 +12,11 @@ from typing import Annotated
 import numpy as np
 from pydantic import Field
 
-from gcbench.models._config import Config
+from gcbench.models._config import Config, Seconds
 
 
 class Network(Config):
-    latency: Annotated[float, Field(ge=0)] = 0.0
+    latency: Seconds = 0.0
     bandwidth: Annotated[float, Field(gt=0)] | None = None  # bytes per second; null: infinite
     shared_link: bool = False
 

@@ -13,14 +13,14 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field
 
-from gcbench.models._config import Config
+from gcbench.models._config import Config, Seconds
 
 Probability = Annotated[float, Field(ge=0, le=1)]
 
 
 class _Slowness(Config):
-    slowdown: Annotated[float, Field(ge=1)] = 1.0
-    delay: Annotated[float, Field(ge=0)] = 0.0
+    slowdown: Annotated[float, Field(ge=1, le=1e6)] = 1.0
+    delay: Seconds = 0.0
     delay_scaling: Literal["load", "once"] = "once"
 
     def penalty(self, compute: np.ndarray, load: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -60,7 +60,10 @@ def cifar10(data_dir: Path | None, cache_dir: Path = DEFAULT_CACHE) -> Dataset:
         return _torchvision_download(cache_dir)
     data_dir = Path(data_dir)
     if not data_dir.exists():
-        raise GcbenchError(f"--data-dir {data_dir} does not exist. {HOW_TO_PROVIDE}")
+        raise GcbenchError(
+            f"training.data_dir (the scenario's field, or --data-dir): {data_dir} does not exist; a relative path is "
+            f"taken from the current directory, so it means {data_dir.resolve()}. {HOW_TO_PROVIDE}"
+        )
     cache = cache_dir / f"cifar10-{_fingerprint(data_dir)}.npz"
     if cache.is_file():
         with np.load(cache) as stored:

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import copy
-import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from gcbench.errors import GcbenchError
 from gcbench.models.distributions import DISTRIBUTIONS
+from gcbench.models.traces import cleaned_trace
 from gcbench.policies.union import POLICY_NAMES
+from gcbench.scenario.checks import problems_beside_field_errors
+from gcbench.scenario.paths import describe, set_path, size_problem, sweep_grid
 from gcbench.scenario.schema import Scenario
 
 
@@ -41,74 +43,123 @@ _Loader.add_implicit_resolver(
 )
 
 
+def parse_yaml(text: str, where: str) -> Any:
+    """YAML text as data, with scenario numbers; ``where`` names the source in errors."""
+    try:
+        data = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = f" (line {mark.line + 1})" if mark else ""
+        raise ScenarioError(f"{where}: not valid YAML{line}: {getattr(error, 'problem', error)}.") from None
+    except RecursionError:
+        raise ScenarioError(f"{where}: nests lists or mappings too deeply to read.") from None
+    problem = size_problem(data)
+    if problem:
+        raise ScenarioError(f"{where}: {problem}.")
+    return data
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ScenarioError(f"{path}: no such scenario file.")
     try:
-        data = yaml.load(path.read_text(), Loader=_Loader)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark else ""
-        raise ScenarioError(f"{path}: not valid YAML{where}: {getattr(error, 'problem', error)}.") from None
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ScenarioError(f"{path}: cannot be read as text ({error}).") from None
+    data = parse_yaml(text, str(path))
     if not isinstance(data, dict):
         raise ScenarioError(f"{path}: a scenario must be a YAML mapping of fields, got {type(data).__name__}.")
     return data
 
 
-def load_scenario(path: str | Path) -> list[SweepPoint]:
-    """Validate a scenario file and every point of its sweep; raise ScenarioError listing all problems."""
+def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> list[SweepPoint]:
+    """Validate a scenario file (with dotted-path ``overrides`` from the command line) and every sweep point.
+
+    Raise ScenarioError listing all problems.
+    """
     path = Path(path)
     raw = read_yaml(path)
-    base = validate(raw, path)
-    points = []
+    label = str(path)
+    if overrides:
+        label = f"{path} with the command-line options"
+        for dotted, value in overrides.items():
+            _set(raw, dotted, value, f"--set {dotted}", label)
+    base = validate(raw, Path(label))
     try:
         grid = sweep_grid(base.sweep)
-    except ScenarioError as error:
-        raise ScenarioError(f"{path}: {error}") from None
+    except GcbenchError as error:
+        raise ScenarioError(f"{label}: {error}") from None
+    points = []
     for values in grid:
         data = copy.deepcopy(raw)
         for dotted, value in values.items():
-            set_path(data, dotted, value, path)
-        scenario = validate(data, path, context=describe(values)) if values else base
-        points.append(SweepPoint(values, resolve_paths(scenario, path.parent)))
+            _set(data, dotted, value, f"sweep.{dotted}", label)
+        scenario = validate(data, Path(label), context=describe(values)) if values else base
+        points.append(SweepPoint(values, resolve_paths(scenario, path)))
     return points
 
 
+def _set(data: dict[str, Any], dotted: str, value: Any, where: str, label: str) -> None:
+    try:
+        set_path(data, dotted, value, where, _section_defaults())
+    except GcbenchError as error:
+        raise ScenarioError(f"{label}: {error}") from None
+
+
+def _section_defaults() -> dict[str, Any]:
+    """Each optional section's default, as the data a scenario file would give for it."""
+    return {
+        name: field.default.model_dump(mode="json")
+        for name, field in Scenario.model_fields.items()
+        if isinstance(field.default, BaseModel)
+    }
+
+
 def validate(data: dict[str, Any], path: Path, context: str = "") -> Scenario:
+    prefix = f"{path}{f' (sweep point {context})' if context else ''}"
     try:
         return Scenario.model_validate(data)
     except ValidationError as error:
         problems = [format_problem(e).rstrip(".") for e in error.errors()]
-        prefix = f"{path}{f' (sweep point {context})' if context else ''}"
-        raise ScenarioError(f"{prefix}: " + "; ".join(problems) + ".") from None
+        if not any(e["loc"] == () for e in error.errors()):  # field errors: the cross-field checks did not run
+            problems += problems_beside_field_errors(data)
+        raise ScenarioError(f"{prefix}: " + "; ".join(dict.fromkeys(problems)) + ".") from None
+    except RecursionError:
+        raise ScenarioError(f"{prefix}: nests lists or mappings too deeply to validate.") from None
 
 
 def with_overrides(scenario: Scenario, path: Path, overrides: dict[str, Any]) -> Scenario:
     """The scenario with dotted-path overrides (command-line options), validated like the file itself."""
     data = scenario.model_dump(mode="json")
+    label = f"{path} with the command-line options"
     for dotted, value in overrides.items():
-        set_path(data, dotted, value, path)
-    return validate(data, Path(f"{path} with the command-line options"))
+        _set(data, dotted, value, f"--set {dotted}", label)
+    return validate(data, Path(label))
 
 
 def format_problem(error: dict[str, Any]) -> str:
     """'variants[2].s: Input should be ...' from one pydantic error, without union tags."""
-    location = ""
+    location, tags = "", []
     for part in error["loc"]:
         if isinstance(part, int):
             location += f"[{part}]"
         elif part in _TAGS or part.startswith("function-"):
-            continue
+            tags.append(part)
         else:
             location += f".{part}" if location else part
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         message = "unknown field (check its spelling and section)"
+        if "none" in tags:  # also where a sweep or --set gave a field to a section the scenario lacks
+            section = location.split(".")[0]
+            message = f"unknown field (check its spelling and section; the {section} model 'none' takes no fields)"
     if error["type"] == "union_tag_invalid":
         ctx = error["ctx"]
         message = (
             f"unknown {ctx['discriminator'].strip(chr(39))} '{ctx['tag']}'; expected one of {ctx['expected_tags']}"
         )
+    if error["type"] == "union_tag_not_found":
+        message = f"give its {error['ctx']['discriminator'].strip(chr(39))}"
     return f"{location}: {message}" if location else message
 
 
@@ -116,51 +167,20 @@ def format_problem(error: dict[str, Any]) -> str:
 _TAGS = set(DISTRIBUTIONS) | set(POLICY_NAMES) | {"none", "independent", "markov", "fixed", "crash"}
 
 
-def sweep_grid(sweep: dict[str, list[Any]]) -> list[dict[str, Any]]:
-    """Every combination of the swept values (one empty point without a sweep)."""
-    if not sweep:
-        return [{}]
-    keys = list(sweep)
-    for key in keys:
-        if not sweep[key]:
-            raise ScenarioError(f"sweep.{key}: give at least one value.")
-    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(sweep[k] for k in keys))]
-
-
-def describe(values: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in values.items())
-
-
-_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
-
-
-def set_path(data: dict[str, Any], dotted: str, value: Any, path: Path) -> None:
-    """Set data at a dotted path such as ``straggling.slowdown`` or ``variants[1].s``."""
-    parts = [int(index) if index else name for name, index in _PART.findall(dotted)]
-    parts = [int(p) if isinstance(p, str) and p.isdigit() else p for p in parts]
-    node: Any = data
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if isinstance(part, int):
-            if not isinstance(node, list) or part >= len(node):
-                raise ScenarioError(f"{path}: sweep.{dotted}: there is no item {part} to set.")
-        elif not isinstance(node, dict):
-            raise ScenarioError(f"{path}: sweep.{dotted}: '{part}' is not inside a mapping.")
-        if last:
-            node[part] = value
-        else:
-            if isinstance(node, dict) and part not in node:
-                node[part] = {}
-            node = node[part]
-
-
-def resolve_paths(scenario: Scenario, base: Path) -> Scenario:
-    """Trace paths are relative to the scenario file's folder; the file must exist."""
+def resolve_paths(scenario: Scenario, scenario_file: Path) -> Scenario:
+    """Trace paths are relative to the scenario file's folder; the file must exist and replay cleanly."""
     trace = scenario.compute.trace
     if trace is None:
         return scenario
-    resolved = trace.resolve(base)
-    if not Path(resolved.path).is_file():
-        raise ScenarioError(f"{base}: compute.trace.path: no such file: {Path(resolved.path).resolve()}.")
+    resolved = trace.resolve(scenario_file.parent)
+    where = Path(resolved.path).resolve()
+    if not where.is_file():
+        relative = "" if Path(trace.path).is_absolute() else f" ('{trace.path}' relative to the scenario's folder)"
+        raise ScenarioError(f"{scenario_file}: compute.trace.path: no such file: {where}{relative}.")
+    resolved = resolved.model_copy(update={"path": str(where)})
+    try:
+        cleaned_trace(resolved, scenario.workers)
+    except GcbenchError as error:
+        raise ScenarioError(f"{scenario_file}: {str(error).rstrip('.')}.") from None
     compute = scenario.compute.model_copy(update={"trace": resolved})
     return scenario.model_copy(update={"compute": compute})

@@ -17,14 +17,16 @@ from gcbench.models.network import Network
 from gcbench.models.straggling import NoStraggling, Straggling
 from gcbench.models.traces import Trace
 from gcbench.policies import Decodable, Policy
+from gcbench.scenario.paths import MAX_INT
 
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+Seed = Annotated[int, Field(ge=0, le=MAX_INT)]
 
 
 class Gradient(Config):
     """The gradient a worker uploads: its length and dtype set the message size in bytes."""
 
-    length: PositiveInt = 11_200_000
+    length: Annotated[int, Field(ge=1, le=2**40)] = 11_200_000
     dtype: Literal["float16", "bfloat16", "float32", "float64"] = "float32"
 
 
@@ -39,7 +41,7 @@ class Compute(Config):
     per_partition: Distribution | None = None
     trace: Trace | None = None
     load: Literal["scale", "sum"] = "scale"
-    speeds: list[Annotated[float, Field(gt=0)]] | None = None
+    speeds: list[Annotated[float, Field(ge=1e-6, le=1e6)]] | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> Compute:
@@ -55,7 +57,7 @@ class Variant(Config):
     scheme: str
     s: Annotated[int, Field(ge=0)] = 0
     m: PositiveInt | None = None
-    seed: Annotated[int, Field(ge=0)] | None = None
+    seed: Seed | None = None
     policy: Policy = Field(default_factory=Decodable)
 
     def scheme_params(self) -> dict[str, Any]:
@@ -96,11 +98,11 @@ class Training(Config):
 class Scenario(Config):
     """A whole experiment: the cluster, its models, the variants to compare, and sweeps."""
 
-    name: str
+    name: str = Field(min_length=1, max_length=100)
     description: str = ""
     workers: Annotated[int, Field(ge=1, le=4096)]
-    iterations: PositiveInt
-    seeds: list[Annotated[int, Field(ge=0)]] = Field(default=[0], min_length=1)
+    iterations: Annotated[int, Field(ge=1, le=10**7)]
+    seeds: list[Seed] = Field(default=[0], min_length=1)
     gradient: Gradient = Gradient()
     compute: Compute
     straggling: Straggling = NoStraggling()
@@ -110,6 +112,24 @@ class Scenario(Config):
     variants: list[Variant] = Field(min_length=1)
     sweep: dict[str, list[Any]] = {}
     training: Training = Training()
+
+    @field_validator("name")
+    @classmethod
+    def _a_folder_name(cls, name: str) -> str:
+        # the name becomes results/<name>-<time>/: it must stay one folder inside results/
+        if re.search(r"[/\\:\x00-\x1f]", name) or ".." in name or name.startswith(".") or name != name.strip():
+            raise ValueError(
+                "must be a plain folder name (it names the results directory): no '/', '\\', ':', '..', "
+                f"leading dot or surrounding spaces, not {name!r}"
+            )
+        return name
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, seeds: list[int]) -> list[int]:
+        if len(set(seeds)) != len(seeds):
+            raise ValueError("give each seed once (a repeated seed repeats the same run)")
+        return seeds
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Scenario:

@@ -1,0 +1,224 @@
+"""Bad scenario input is refused at validation, by --check and simulate alike, in one sentence with exit 2."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gcbench.cli import app
+
+runner = CliRunner()
+
+BASE = """\
+name: t
+workers: 3
+iterations: 5
+compute: {per_partition: {distribution: exponential, rate: 1}}
+variants: [{scheme: uncoded}]
+"""
+
+
+def refused(tmp_path: Path, text: str, *options: str) -> str:
+    """The one-line error both --check and simulate give for this scenario, after checking they agree."""
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    messages = []
+    for check in (["--check"], []):
+        done = runner.invoke(app, ["simulate", *check, str(path), *options, "--out", str(tmp_path / "o")])
+        assert done.exit_code == 2, (check, done.output, done.exception)
+        assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+        messages.append(done.stderr)
+    assert messages[0] == messages[1] and not (tmp_path / "o").exists()
+    return messages[0].removeprefix(f"error: {path}").removeprefix(" with the command-line options")
+
+
+# -- item 13: a sweep into a section the scenario lacks; field and variant errors in one round
+
+
+def test_sweeping_a_field_of_an_absent_section_gets_the_unknown_field_message(tmp_path):
+    absent = refused(tmp_path, BASE + "sweep: {straggling.slowdwn: [2]}\n")
+    present = refused(tmp_path, BASE + "straggling: {model: none}\nsweep: {straggling.slowdwn: [2]}\n")
+    expected = (
+        " (sweep point straggling.slowdwn=2): straggling.slowdwn: unknown field (check its spelling and section; "
+        "the straggling model 'none' takes no fields).\n"
+    )
+    assert absent == present == expected
+    typo = refused(
+        tmp_path, BASE + "straggling: {model: independent, probability: 0.1}\nsweep: {straggling.slowdwn: [2]}\n"
+    )
+    assert typo.endswith(": straggling.slowdwn: unknown field (check its spelling and section).\n")
+    assert "discriminator" not in absent
+
+
+def test_field_errors_and_variant_errors_come_in_one_report(tmp_path):
+    text = BASE.replace(
+        "variants: [{scheme: uncoded}]", "variants: [{scheme: fr, s: 2}, {scheme: mds}, {scheme: fr, s: 1}]"
+    )
+    message = refused(tmp_path, text + "network: {colour: blue}\n")
+    assert message == (
+        ": network.colour: unknown field (check its spelling and section); variants[1]: Unknown scheme 'mds'; "
+        "available: uncoded, ignore_stragglers, fr, cr, cyclic_mds, cce_cr, cce_fr; variants[2]: fr needs (s+1) "
+        "to divide n: s+1=2 does not divide n=3.\n"
+    )
+
+
+# -- item 19: what passed --check and then failed, or never finished
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            BASE + "seeds: [18446744073709551616]\n",
+            ": seeds[0]: Input should be less than or equal to 9223372036854775807.\n",
+        ),
+        (
+            BASE.replace("{scheme: uncoded}", "{scheme: cr, s: 1, seed: 36893488147419103232}"),
+            ": variants[0].seed: Input should be less than or equal to 9223372036854775807.\n",
+        ),
+        (
+            BASE
+            + "straggling: {model: independent, probability: 0.1}\n"
+            + "sweep: {straggling.slowdown: [1000000000000000000000]}\n",
+            ": sweep.straggling.slowdown: integers must fit in 64 bits (at most 9223372036854775807).\n",
+        ),
+        (
+            BASE + "sweep: {network: [{}, {}]}\n",
+            ": sweep.network: values must be numbers, strings, booleans or null "
+            "(sweep one field of a mapping at a time).\n",
+        ),
+        (
+            BASE + "sweep: {network.shared_link: [true, 1]}\n",
+            ": sweep.network.shared_link: values must all be numbers, all strings or all booleans, "
+            "not ['boolean', 'number'].\n",
+        ),
+        (BASE + "description: " + "[" * 5000 + "]" * 5000 + "\n", ": nests lists or mappings too deeply to read.\n"),
+        (BASE + "description: " + "[" * 40 + "]" * 40 + "\n", ": nests lists or mappings more than 32 levels deep.\n"),
+        (
+            BASE
+            + "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
+            + "".join(
+                f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+                for p, c in zip("abcdefg", "bcdefgh", strict=True)
+            ),
+            ": holds more than 1,000,000 values (counting YAML aliases expanded).\n",
+        ),
+        (BASE + "seeds: [0, 0]\n", ": seeds: give each seed once (a repeated seed repeats the same run).\n"),
+    ],
+    ids=[
+        "seed-2^64",
+        "variant-seed-2^65",
+        "sweep-int-10^21",
+        "sweep-empty-mappings",
+        "sweep-mixed-kinds",
+        "nested-5000",
+        "nested-40",
+        "alias-bomb",
+        "repeated-seed",
+    ],
+)
+def test_input_that_failed_after_check_is_refused_by_check(tmp_path, text, expected):
+    assert refused(tmp_path, text) == expected
+
+
+def test_conditioning_checked_schemes_are_refused_early_at_large_n(tmp_path):
+    text = BASE.replace("workers: 3", "workers: 4096").replace("{scheme: uncoded}", "{scheme: cyclic_mds, s: 1}")
+    began = time.perf_counter()
+    message = refused(tmp_path, text)
+    assert time.perf_counter() - began < 20  # it ran for minutes
+    assert message == (
+        ": variants[0]: cyclic_mds checks its decoding conditioning when built, which takes minutes beyond 128 "
+        "workers, so gcbench takes it for at most 128 workers (got 4096); "
+        "use fr, cce_fr or ignore_stragglers for more.\n"
+    )
+
+
+def test_runs_too_large_to_hold_are_refused(tmp_path):
+    text = BASE.replace("workers: 3", "workers: 100").replace("iterations: 5", "iterations: 10000000")
+    assert refused(tmp_path, text) == (
+        ": iterations: 10000000 iterations x 100 workers (or results per update) exceed 100,000,000 per run, "
+        "more than the simulator holds in memory.\n"
+    )
+
+
+# -- item 20: nonsense refused, not simulated
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [
+        (
+            "compute.per_partition={distribution: deterministic, value: 1e308}",
+            ": compute.per_partition.value: Input should be less than or equal to 1000000000.\n",
+        ),
+        (
+            "compute.per_partition={distribution: shifted_exponential, shift: .inf, rate: 1}",
+            ": compute.per_partition.shift: Input should be a finite number.\n",
+        ),
+        (
+            "compute.per_partition.rate=1e-320",
+            ": compute.per_partition: exponential: its mean must be at most 1e+09 s; these parameters give inf s.\n",
+        ),
+        (
+            "network.bandwidth=1e-300",
+            ": network.bandwidth: a 44,800,000-byte message would take 4.48e+307 s, more than the 1e+09 s any duration "
+            "may last.\n",
+        ),
+        (
+            "compute.per_partition={distribution: lognormal, mu: 0, sigma: 30}",
+            ": compute.per_partition: lognormal: its mean must be at most 1e+09 s; "
+            "these parameters give 2.71e+195 s.\n",
+        ),
+        (
+            "compute.per_partition={distribution: pareto, scale: 1, shape: 0.05}",
+            ": compute.per_partition.shape: Input should be greater than or equal to 0.1.\n",
+        ),
+        (
+            "compute.per_partition={distribution: weibull, scale: 1, shape: 0.001}",
+            ": compute.per_partition: weibull: its mean must be at most 1e+09 s; these parameters give inf s.\n",
+        ),
+        ("compute.speeds=[1e-320, 1, 1]", ": compute.speeds[0]: Input should be greater than or equal to 0.000001.\n"),
+        (
+            "straggling={model: fixed, workers: [0], slowdown: 1e300}",
+            ": straggling.slowdown: Input should be less than or equal to 1000000.\n",
+        ),
+        ("training.learning_rate=.nan", ": training.learning_rate: Input should be a finite number.\n"),
+        (
+            "name=/tmp/elsewhere",
+            ": name: must be a plain folder name (it names the results directory): no '/', '\\', ':', '..', "
+            "leading dot or surrounding spaces, not '/tmp/elsewhere'.\n",
+        ),
+        ("name=../up", None),
+        ("name=a/b", None),
+    ],
+)
+def test_nonsense_is_refused_before_simulating(tmp_path, setting, expected):
+    message = refused(tmp_path, BASE, "--set", setting)
+    assert message == expected if expected else message.startswith(": name: must be a plain folder name")
+
+
+def test_a_bad_data_dir_names_the_field_and_what_it_is_relative_to(tmp_path, monkeypatch):
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE + "training: {dataset: cifar10, data_dir: no/such/folder, batch_size: 6}\n")
+    monkeypatch.chdir(tmp_path)
+    done = runner.invoke(app, ["run", str(path), "--backend", "local", "--out", str(tmp_path / "o")])
+    assert done.exit_code == 2, done.output
+    assert done.stderr.startswith(
+        "error: training.data_dir (the scenario's field, or --data-dir): no/such/folder does not exist; a relative "
+        f"path is taken from the current directory, so it means {tmp_path}/no/such/folder."
+    )
+    assert "--data-dir no/such" not in done.stderr
+
+
+def test_a_non_finite_learning_rate_is_refused(tmp_path):
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE + "training: {dataset: synthetic, batch_size: 6}\n")
+    done = runner.invoke(app, ["run", str(path), "--backend", "local", "--lr", "inf", "--out", str(tmp_path / "o")])
+    assert done.exit_code == 2 and done.stderr == (
+        f"error: {path} with the command-line options: training.learning_rate: Input should be a finite number.\n"
+    )
