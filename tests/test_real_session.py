@@ -326,7 +326,7 @@ def test_an_unknown_variant_lists_the_labels(tmp_path):
     ("seeds", "message"),
     [
         ("0,x", "error: --seeds: give comma-separated whole numbers such as 0,1,2, not '0,x'."),
-        ("0,-1", "seeds[1]: Input should be greater than or equal to 0"),
+        ("0,-1", "error: --seeds: seeds are whole numbers >= 0, not '0,-1'."),
     ],
 )
 def test_bad_seeds_are_one_sentence(tmp_path, seeds, message):
