@@ -128,6 +128,10 @@ def run(
     resume: Annotated[Path | None, typer.Option("--resume", help="Continue an interrupted real run.")] = None,
 ) -> None:
     """Train the scenario's variants on Ray (or one process), or simulate them with --sim."""
+    if real:  # before anything else: the one sentence a user without the [real] extra needs
+        from gcbench.real.requirements import require_real_extra
+
+        require_real_extra()
     from gcbench.cli_run import check_backend, console, run_real
     from gcbench.cli_simulate import simulate_scenario
 

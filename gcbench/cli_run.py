@@ -69,6 +69,7 @@ def run_real(
     console,
     resume: Path | None = None,
 ) -> Path:
+    from gcbench.real.requirements import check_device
     from gcbench.real.runner import load_data, start_ray
 
     if resume is not None:
@@ -77,6 +78,7 @@ def run_real(
     else:
         points = real_points(path, iterations, training)
     scenario = points[0].scenario
+    check_device(scenario.training.device)  # before the data is read and Ray starts
     data = load_data(scenario)
     out = out or new_run_directory(Path("results"), f"{scenario.name}-real")
     out.mkdir(parents=True, exist_ok=True)
