@@ -189,6 +189,10 @@ def run(
 
     Ctrl-C (exit 130) and SIGTERM (exit 143) keep the checkpoints and the rows so far; --resume DIR continues.
     """
+    if real:  # before anything else: the one sentence a user without the [real] extra needs
+        from gcbench.real.requirements import require_real_extra
+
+        require_real_extra()
     from gcbench.cli_run import check_backend, console, refuse_with_resume, run_real
     from gcbench.cli_simulate import simulate_scenario
 

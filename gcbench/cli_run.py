@@ -28,6 +28,8 @@ def run_real(
     choose: dict[str, str | None] | None = None,
 ) -> Path:
     """A new real run of the scenario file, or (``resume``) the rest of an interrupted one."""
+    from gcbench.real.requirements import check_device
+
     if resume is not None:
         meta = read_run_json(resume)
         scenario = resumed_scenario(meta, resume)
@@ -41,6 +43,7 @@ def run_real(
         out = out or new_run_directory(Path("results"), f"{scenario.name}-real")
         refuse_checkpoints(out)
         meta = run_metadata("real", path, [SweepPoint({}, scenario)], {"backend": backend})
+    check_device(scenario.training.device)  # before the data is read and Ray starts
     return _train(scenario, path, backend, out, address, meta, console, resumed=resume is not None)
 
 

@@ -90,6 +90,61 @@ def test_a_process_killed_from_outside_is_restarted_given_its_data_and_redoes_th
         master.shutdown()
 
 
+def actor_state(master, w: int) -> str:
+    from ray._private.state import actors
+
+    return actors(actor_id=master.actors[w]._actor_id.hex()).get("State", "")
+
+
+def test_a_worker_killed_while_idle_is_failed_while_ray_restarts_it():
+    """CR with s = 1: worker 3 is killed between iterations; iteration 1 decodes without it and records it failed
+    (its job waits for the restart, so no job of it has failed yet)."""
+    master = make_master(scenario({"scheme": "cr", "s": 1}))
+    try:
+        master.step(0)
+        time.sleep(1.0)  # every worker is idle
+        ray.kill(master.actors[3], no_restart=False)
+        until = time.time() + 20
+        while actor_state(master, 3) != "RESTARTING" and time.time() < until:
+            time.sleep(0.05)
+        assert actor_state(master, 3) == "RESTARTING"
+        step = master.step(1)
+        assert 3 not in step.arrivals and step.exact
+        assert step.failed == {3}
+    finally:
+        master.shutdown()
+
+
+def test_one_exit_that_fails_two_jobs_is_one_failure_the_failure_model_drew(caplog):
+    """Worker 1 runs a job (in its control thread, sleeping a 5 s injected delay) when the failure model's crash
+    exits its process: both jobs fail, in either order; that is one failure, and it is the drawn crash."""
+    from gcbench.real.cluster import Job
+
+    sc = scenario(
+        {"scheme": "cr", "s": 1},
+        straggling={"model": "independent", "probability": 1.0, "delay": 5.0},
+        failures={"model": "crash", "probability": 0.5, "downtime": 0.0},
+    )
+    master = make_master(sc)
+    cluster = master.cluster
+    try:
+        weights = ray.put(master.flat.weights())
+        running = cluster.actors[1].compute.options(concurrency_group="control").remote(0, weights, True, False, 0)
+        cluster.jobs[running] = Job(1, 0, time.time(), False)
+        time.sleep(0.5)
+        cluster.submit(1, 1, weights, False, True, 1)
+        events, until = [], time.time() + 60
+        while (cluster.jobs or cluster.pings) and time.time() < until:
+            if (event := cluster.next_event(until)) is not None:
+                events.append(event.kind)
+        assert sorted(events) == ["failed", "failed", "restarted"]
+        assert cluster.failures == 1
+        assert "worker 1's process exited (a crash the failure model drew)" in caplog.text
+        assert "not a crash the scenario drew" not in caplog.text
+    finally:
+        master.shutdown()
+
+
 def test_more_crashes_for_good_than_the_scheme_tolerates_is_a_clear_error_within_seconds():
     """FR with s = 1 on 4 workers: both workers of one group die for good; the data of that group is gone."""
     sc = scenario({"scheme": "fr", "s": 1}, failures={"model": "crash", "probability": 0.5, "downtime": None})

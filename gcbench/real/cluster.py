@@ -64,7 +64,8 @@ class WorkerCluster:
         self.pings: dict[Any, int] = {}  # data reloads after a restart, awaited: ref -> worker
         self.down_until = [0.0] * self.n  # wall time before which a worker is down
         self.dead: set[int] = set()
-        self.failures = 0
+        self.died_at = [float("-inf")] * self.n  # wall time each worker's last exit was noticed
+        self.failures = 0  # worker process exits noticed
         self._wait_ready()
 
     def _wait_ready(self) -> None:
@@ -141,21 +142,44 @@ class WorkerCluster:
         return Event("result", job.worker, job, result, at)
 
     def _failed(self, job: Job, at: float) -> None:
-        """A job's actor died: keep the worker down for its downtime, and confirm its restart (or kill it)."""
-        self.failures += 1
+        """A job's actor died: keep the worker down for its downtime, and confirm its restart (or kill it).
+
+        One exit fails every job in flight on the worker (a job that had
+        finished can fail too, when the process exits before its reply is
+        sent), and they are reported in any order. So a failure is counted once
+        per exit, and it is the failure model's crash when that model's job was
+        among them; a job sent before the exit was noticed died with it.
+        """
         w = job.worker
+        if job.sent <= self.died_at[w]:  # the same exit, already counted
+            return
+        self.died_at[w] = at
+        self.failures += 1
+        crash = job.crash or any(other.worker == w and other.crash for other in self.jobs.values())
         if self.failures == 1:  # Ray prints its own alarming "(raylet) A worker died ..." lines; say what they are
-            cause = "a crash the failure model drew" if job.crash else "not a crash the scenario drew"
+            cause = "a crash the failure model drew" if crash else "not a crash the scenario drew"
             log.warning(
                 f"gcbench: worker {w}'s process exited ({cause}); Ray's '(raylet) A worker died' messages about "
                 "such exits are expected."
             )
-        if job.crash and self.downtime is None:
+        if crash and self.downtime is None:
             self._lose(w)
             return
-        if not job.crash:  # a failure the scenario did not draw: back as soon as Ray restarts it
+        if not crash:  # a failure the scenario did not draw: back as soon as Ray restarts it
             self.down_until[w] = max(self.down_until[w], at)
         self.pings[self.actors[w].load.options(max_task_retries=-1).remote(self.held[w])] = w
+
+    def restarting(self, workers) -> set[int]:
+        """Those of these workers whose process Ray is restarting, noticed by the master or not.
+
+        A worker that dies while idle fails no job until Ray has restarted it
+        (its next job waits for the restart), so only Ray's actor table knows it
+        is down. ``ray.util.state`` would need the dashboard; this asks the GCS.
+        """
+        from ray._private.state import actors
+
+        ids = {self.actors[w]._actor_id.hex(): w for w in workers}
+        return {ids[actor] for actor in actors(actor_state_name="RESTARTING") if actor in ids} if ids else set()
 
     def _lose(self, w: int) -> None:
         self.dead.add(w)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import pickle
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,21 +92,69 @@ def _decode(path: Path) -> Dataset:
 
 
 def _from_python_batches(folder: Path) -> Dataset:
-    import pickle
-
-    def load(name: str) -> tuple[np.ndarray, np.ndarray]:
-        with open(folder / name, "rb") as handle:
-            batch = pickle.load(handle, encoding="latin1")
-        return np.asarray(batch["data"], dtype=np.uint8).reshape(-1, 3, 32, 32), np.asarray(batch["labels"])
-
-    train = [load(f"data_batch_{i}") for i in range(1, 6)]
-    test_images, test_labels = load("test_batch")
+    train = [_load_batch(folder / f"data_batch_{i}") for i in range(1, 6)]
+    test_images, test_labels = _load_batch(folder / "test_batch")
     return Dataset(
         np.concatenate([t[0] for t in train]),
         np.concatenate([t[1] for t in train]).astype(np.int64),
         test_images,
         test_labels.astype(np.int64),
     )
+
+
+def _load_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """One python-format batch file: images (N, 3, 32, 32) and labels, unpickled with only numpy's arrays allowed."""
+    try:
+        with open(path, "rb") as handle:
+            batch = BatchUnpickler(handle, encoding="latin1").load()
+        data, labels = np.asarray(batch["data"], dtype=np.uint8), np.asarray(batch["labels"], dtype=np.int64)
+        images = data.reshape(-1, 3, 32, 32)
+    except RefusedGlobal as refused:
+        raise GcbenchError(
+            f"{path}: refused to unpickle it, as it names {refused}: a genuine CIFAR-10 batch holds only numpy "
+            "arrays, lists, strings and numbers, so this file is crafted or damaged."
+        ) from None
+    except Exception as error:  # anything a damaged file makes the decoding raise is the file's fault
+        raise GcbenchError(f"{path}: not a CIFAR-10 python batch ({type(error).__name__}: {error}).") from None
+    if len(images) != len(labels):
+        raise GcbenchError(f"{path}: not a CIFAR-10 python batch ({len(images)} images but {len(labels)} labels).")
+    return images, labels
+
+
+def _numpy_globals() -> dict[tuple[str, str], object]:
+    """The globals a CIFAR-10 batch pickle names, as numpy 1 and 2 (and every pickle protocol) write them."""
+    import codecs
+
+    try:
+        from numpy._core import multiarray, numeric  # numpy 2
+    except ImportError:  # numpy 1
+        from numpy.core import multiarray, numeric
+    allowed: dict[tuple[str, str], object] = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype}
+    for core in ("core", "_core"):
+        allowed[(f"numpy.{core}.multiarray", "_reconstruct")] = multiarray._reconstruct
+        allowed[(f"numpy.{core}.numeric", "_frombuffer")] = numeric._frombuffer
+    allowed[("_codecs", "encode")] = codecs.encode  # how Python 3 pickles bytes with protocol 2
+    return allowed
+
+
+class BatchUnpickler(pickle.Unpickler):
+    """An unpickler for CIFAR-10's python batches that loads numpy arrays and nothing else.
+
+    pickle.load runs whatever callable a file names, so a crafted data folder
+    could run code; a batch only holds a dict of lists, strings, numbers and one
+    uint8 array, which need no global but numpy's array reconstruction.
+    """
+
+    ALLOWED = _numpy_globals()
+
+    def find_class(self, module: str, name: str) -> object:
+        if (module, name) in self.ALLOWED:
+            return self.ALLOWED[(module, name)]
+        raise RefusedGlobal(f"{module}.{name}")
+
+
+class RefusedGlobal(pickle.UnpicklingError):
+    """A pickle named a global BatchUnpickler does not load (its text is the global's dotted name)."""
 
 
 def _image_array(data: bytes) -> np.ndarray:

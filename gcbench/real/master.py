@@ -142,6 +142,8 @@ class RayMaster:
         gradient, exact, residual = self._decode(received, order)
         self.flat.step(gradient)
         end = time.time()
+        if unanswered := [w for w in range(scheme.n) if w not in arrivals and w not in failed]:
+            failed |= cluster.restarting(unanswered)  # died while idle: its job waits for the restart
         late, self.late = self.late, []
         loss = self._loss(timings)
         return Step(

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from gcbench.errors import GcbenchError
+from gcbench.real.requirements import check_device
 
 
 def small_cnn(classes: int = 10) -> nn.Module:
@@ -43,6 +44,5 @@ def resolve_device(name: str) -> torch.device:
     """'auto' is CUDA when available, else the CPU."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise GcbenchError(f"training.device: {name} was asked for, but CUDA is not available here.")
+    check_device(name)
     return torch.device(name)

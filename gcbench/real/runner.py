@@ -26,17 +26,31 @@ def load_data(scenario: Scenario) -> Dataset:
     return cifar10(Path(training.data_dir) if training.data_dir else None, cache)
 
 
+LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # 0: Ray's node address is 127.0.0.1, as on macOS and Windows
+METRICS = "RAY_enable_metrics_collection"  # Ray's own switch; gcbench turns it off unless the user set it
+
+
 def start_ray(address: str | None) -> None:
-    """Join the cluster at ``address``, or start a local instance on this machine (no dashboard).
+    """Join the cluster at ``address``, or start a local instance reachable from this machine only.
 
     Token authentication stays on: Ray 2.60 turns it on for a new local instance,
     but a client given an explicit address only uses it when ``RAY_AUTH_MODE``
     says so, so gcbench sets ``RAY_AUTH_MODE=token`` unless the user set it.
-    The token is the cluster's (``~/.ray/auth_token`` by default). Ray reads the
-    mode when it is imported, so it is set before the import.
+    The token is the cluster's (``~/.ray/auth_token`` by default).
+
+    A local instance is kept to the loopback interface: with
+    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` Ray takes 127.0.0.1 as the node's
+    address, as it does on macOS and Windows, and its gRPC servers and agents
+    bind to it (``_node_ip_address`` alone does not: Ray replaces 127.0.0.1 by
+    the machine's address). Its metrics export (a Prometheus endpoint without a
+    token) is off unless ``RAY_enable_metrics_collection`` is set. What still
+    listens is in docs/security.md. Ray reads these settings when it is
+    imported, so they are set before the import.
     """
     if address:
         os.environ.setdefault("RAY_AUTH_MODE", "token")
+    else:
+        os.environ.setdefault(LOOPBACK_ONLY, "0")
     import ray
 
     if ray.is_initialized():
@@ -45,7 +59,7 @@ def start_ray(address: str | None) -> None:
         if address:
             ray.init(address=address, log_to_driver=False)
         else:
-            ray.init(include_dashboard=False, log_to_driver=False)
+            ray.init(include_dashboard=False, log_to_driver=False, **local_ray_options())
     except (ConnectionError, RuntimeError, ValueError) as error:
         hint = (
             "; check the address, and that ~/.ray/auth_token holds the cluster's token (ray get-auth-token)"
@@ -53,6 +67,13 @@ def start_ray(address: str | None) -> None:
             else ""
         )
         raise GcbenchError(f"cannot start or reach Ray{f' at {address}' if address else ''}: {error}{hint}.") from None
+
+
+def local_ray_options() -> dict:
+    """ray.init's options for a local instance: no metrics export unless the user asked for it."""
+    if METRICS in os.environ:
+        return {}
+    return {"_system_config": {"enable_metrics_collection": False}}
 
 
 def run_variant(

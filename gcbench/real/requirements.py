@@ -1,0 +1,54 @@
+"""What real mode needs from this machine: the [real] extra installed, and CUDA where a run asks for it.
+
+Both are checked before a real run does anything else (reading data, starting
+Ray), so a missing piece costs one sentence instead of a traceback or a Ray
+start. The extra is looked up, not imported: Ray reads settings from the
+environment when it is imported (see ``gcbench.real.runner.start_ray``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from gcbench.errors import GcbenchError
+
+REAL_MODULES = ("torch", "torchvision", "ray")
+INSTALL = "pip install -e '.[real]' in a clone of gcbench, or pip install 'gcbench[real]'"
+
+
+def missing_real_modules() -> list[str]:
+    """The modules of the [real] extra that cannot be imported here."""
+    missing = []
+    for name in REAL_MODULES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # a parent package that fails, or a module blocked in sys.modules
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
+def require_real_extra() -> None:
+    """Refuse a real run without the [real] extra, saying how to install it."""
+    if missing := missing_real_modules():
+        raise GcbenchError(
+            f"real runs need the [real] extra ({', '.join(missing)} cannot be imported): install it with {INSTALL}, "
+            "or simulate with --sim."
+        )
+
+
+def check_device(name: str) -> None:
+    """Refuse a CUDA device this machine does not have ('auto' and 'cpu' always work)."""
+    if not name.startswith("cuda"):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise GcbenchError(f"training.device: {name} was asked for, but CUDA is not available here; use cpu or auto.")
+    count, index = torch.cuda.device_count(), int(name.partition(":")[2] or 0)
+    if index >= count:
+        raise GcbenchError(
+            f"training.device: {name} was asked for, but this machine has {count} CUDA device(s): "
+            f"cuda:0 to cuda:{count - 1}."
+        )

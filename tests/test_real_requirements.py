@@ -1,0 +1,95 @@
+"""What a real run needs from the machine is checked first: the [real] extra, and CUDA when asked for."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gcbench.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# gcbench's command line in a Python where torch, torchvision and ray (and their submodules) cannot be imported
+WITHOUT_REAL_EXTRA = """
+import sys
+from importlib.abc import MetaPathFinder
+
+class Blocked(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "torchvision", "ray"):
+            raise ModuleNotFoundError(f"No module named '{name}'", name=name)
+        return None
+
+sys.meta_path.insert(0, Blocked())
+sys.argv[0] = "gcbench"
+from gcbench.cli import main
+main()
+"""
+
+
+def gcbench_without_real_extra(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_REAL_EXTRA, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
+    )
+
+
+def test_a_real_run_without_the_real_extra_says_how_to_install_it():
+    result = gcbench_without_real_extra("run", "scenarios/cifar10.yaml", "--backend", "local", "--dataset", "synthetic")
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: real runs need the [real] extra (torch, torchvision, ray cannot be imported): install it with "
+        "pip install -e '.[real]' in a clone of gcbench, or pip install 'gcbench[real]', or simulate with --sim."
+    ]
+
+
+def test_run_sim_works_without_the_real_extra(tmp_path):
+    out = tmp_path / "sim"
+    result = gcbench_without_real_extra(
+        "run", str(ROOT / "scenarios" / "cifar10.yaml"), "--sim", "--iterations", "5", "--out", str(out), cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert (out / "iterations.parquet").is_file()
+
+
+@pytest.fixture
+def no_ray_no_data(monkeypatch):
+    """Fail the test if the run reads data or starts Ray."""
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
+    import gcbench.real.runner as runner
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the run went on past the device check")
+
+    monkeypatch.setattr(runner, "start_ray", forbidden)
+    monkeypatch.setattr(runner, "load_data", forbidden)
+
+
+def test_device_cuda_without_cuda_is_refused_before_the_data_is_read_and_ray_starts(monkeypatch, no_ray_no_data):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    begin = time.perf_counter()
+    result = CliRunner().invoke(app, ["run", "scenarios/cifar10.yaml", "--dataset", "synthetic", "--device", "cuda"])
+    assert result.exit_code == 2, result.output
+    assert "training.device: cuda was asked for, but CUDA is not available here; use cpu or auto." in result.output
+    assert time.perf_counter() - begin < 10
+
+
+def test_a_cuda_device_this_machine_does_not_have_is_refused(monkeypatch, no_ray_no_data):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    result = CliRunner().invoke(app, ["run", "scenarios/cifar10.yaml", "--dataset", "synthetic", "--device", "cuda:1"])
+    assert result.exit_code == 2, result.output
+    assert "training.device: cuda:1 was asked for, but this machine has 1 CUDA device(s): cuda:0 to cuda:0." in (
+        result.output
+    )
