@@ -37,8 +37,12 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def local_ray():
     """One local Ray instance for every real-mode test (starting one takes seconds)."""
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
+    from gcbench.real.runner import LOOPBACK_ONLY, local_ray_options
+
+    os.environ.setdefault(LOOPBACK_ONLY, "0")  # as gcbench run's own: loopback only (read when ray is imported)
     ray = pytest.importorskip("ray", reason="ray is part of the [real] extra")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True, **local_ray_options())
     yield ray
     ray.shutdown()
 
