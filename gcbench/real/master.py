@@ -15,12 +15,12 @@ import numpy as np
 import torch
 
 from gcbench.coding import Scheme
-from gcbench.models.draws import draw_run
 from gcbench.real.batches import PartitionSampler
 from gcbench.real.cluster import ClusterStuck, Event, WorkerCluster
 from gcbench.real.data import Dataset
 from gcbench.real.gradients import FlatModel
 from gcbench.real.models import build_model
+from gcbench.scenario.draws import draw_run
 from gcbench.scenario.schema import Scenario, Variant
 
 __all__ = ["ClusterStuck", "RayMaster", "Step"]
