@@ -37,7 +37,7 @@ WORKER_COLUMNS = {
     "partitions": "partitions the worker computed (its load)",
     "compute_start": "seconds since the run started when it started computing",
     "compute_end": "when its message was ready (NaN: never, it crashed for good)",
-    "injected_delay": "seconds of straggling added to its compute time",
+    "injected_delay": "seconds added to its compute time by the models: straggling plus compute.overhead",
     "arrival": "when its message reached the master (NaN: never)",
     "used": "True when the master used its message",
     "straggling": "True when the straggling model slowed it this iteration",
