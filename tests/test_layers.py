@@ -49,7 +49,7 @@ def layer_of(name: str) -> str | None:
 
 
 def source_files() -> list[tuple[str, Path]]:
-    """(layer, file) for every module of gcbench except its __init__.py."""
+    """(layer, file) for every module of gcbench but the package root's __init__.py (tested on its own)."""
     files = [(layer_of(f"gcbench.{p.stem}"), p) for p in PACKAGE.glob("*.py") if p.stem != "__init__"]
     files += [(p.parent.relative_to(PACKAGE).parts[0], p) for p in PACKAGE.glob("*/**/*.py")]
     return sorted(files)
@@ -60,26 +60,27 @@ def imports(path: Path) -> list[tuple[str, bool]]:
 
     Imports under ``if TYPE_CHECKING:`` never run, so they are left out: a layer may name a type from above it.
     """
-    tree = ast.parse(path.read_text())
-    top = {id(node) for node in tree.body}
     found = []
-    for node in _run_nodes(tree):
+    for node, at_import in _run_nodes(ast.parse(path.read_text()), True):
         if isinstance(node, ast.Import):
-            found += [(alias.name, id(node) in top) for alias in node.names]
+            found += [(alias.name, at_import) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             assert node.level == 0, f"{path.relative_to(PACKAGE.parent)}: use absolute imports, so layers can be read"
-            found.append((node.module, id(node) in top))
+            found.append((node.module, at_import))
     return found
 
 
-def _run_nodes(tree: ast.AST):
-    """Every node of the tree except those inside ``if TYPE_CHECKING:`` blocks."""
+def _run_nodes(tree: ast.AST, at_import: bool):
+    """(node, whether it runs when the module is imported), leaving out ``if TYPE_CHECKING:`` blocks."""
     for child in ast.iter_child_nodes(tree):
-        if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-            yield from (node for orelse in child.orelse for node in ast.walk(orelse))
+        if isinstance(child, ast.If) and ast.unparse(child.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            for orelse in child.orelse:
+                yield orelse, at_import
+                yield from _run_nodes(orelse, at_import)
             continue
-        yield child
-        yield from _run_nodes(child)
+        yield child, at_import
+        inside = at_import and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        yield from _run_nodes(child, inside)
 
 
 def test_every_package_and_module_has_a_rule():
