@@ -21,13 +21,14 @@ def scenario(
     failures: dict | None = None,
     iterations: int = 3,
     training: dict | None = None,
+    overhead: dict | None = None,
 ) -> Scenario:
     return Scenario.model_validate(
         {
             "name": "real-test",
             "workers": workers,
             "iterations": iterations,
-            "compute": {"per_partition": {"distribution": "deterministic", "value": 0.01}},
+            "compute": {"per_partition": {"distribution": "deterministic", "value": 0.01}, "overhead": overhead},
             "straggling": straggling or {"model": "none"},
             "failures": failures or {"model": "none"},
             "variants": [variant],

@@ -1,46 +1,140 @@
-"""The layers of DESIGN.md depend one way: checked on the source, so a stray import fails the build."""
+"""The layers of DESIGN.md depend one way: checked on the source, so a stray import fails the build.
+
+Every package under gcbench/ and every top-level module (errors, the cli* modules) has a rule saying which
+parts of gcbench it may import; imports inside functions count too, since they run when the function does.
+The rules only point down (a layer may import what its allowed layers may), so no chain of imports runs back
+up a layer either.
+"""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gcbench"
 
-FORBIDDEN = {
-    "coding": ("gcbench.sim", "gcbench.real", "gcbench.plot", "gcbench.scenario", "gcbench.results", "gcbench.cli"),
-    "sim": ("gcbench.real", "gcbench.plot", "gcbench.cli"),
-    "real": ("gcbench.sim", "gcbench.plot", "gcbench.cli"),
-    "plot": ("gcbench.sim", "gcbench.real", "gcbench.cli", "gcbench.coding"),
-    "models": ("gcbench.sim", "gcbench.real", "gcbench.plot", "gcbench.cli"),
-    "policies": ("gcbench.sim", "gcbench.real", "gcbench.plot", "gcbench.cli"),
-    "scenario": ("gcbench.sim", "gcbench.real", "gcbench.plot", "gcbench.cli"),
-    "results": ("gcbench.sim", "gcbench.real", "gcbench.plot", "gcbench.cli"),
+_BELOW_MASTER = {"errors", "coding", "models", "policies", "scenario", "results"}
+MAY_IMPORT = {
+    "errors": set(),
+    "coding": {"errors"},  # schemes and decoding: nothing above them
+    "models": {"errors"},  # a leaf: latency, straggling, failure, network and trace models
+    "policies": {"errors", "coding", "models"},
+    "scenario": {"errors", "coding", "models", "policies"},  # schema, loading, sweeps, the run's draws
+    "results": {"errors"},  # plotting reads it, so it stays below what plotting may not import
+    "cluster": _BELOW_MASTER,  # the one master and the cluster protocol: no engine, no backend
+    "master": _BELOW_MASTER | {"cluster"},
+    "training": _BELOW_MASTER,  # torch models, data and gradients, for real mode and the simulator
+    "testing": _BELOW_MASTER | {"cluster", "master"},  # the conformance suites
+    "sim": _BELOW_MASTER | {"cluster", "master", "training"},  # never real
+    "real": _BELOW_MASTER | {"cluster", "master", "training"},  # never sim
+    "plot": {"errors", "results"},  # reads results files only: no engine, no scheme, no policy
 }
+CLI = "cli"  # the cli* modules: thin, they may call any layer, and no layer calls them
+HEAVY = {"torch", "torchvision", "ray", "matplotlib", "seaborn"}
+HEAVY_AT_IMPORT = {"real", "training", "plot"}  # the modes that need them; elsewhere only inside functions
 
 
-def imports(path: Path) -> set[str]:
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+def layer_of(name: str) -> str | None:
+    """The layer of a gcbench module name (gcbench.sim.runner -> sim, gcbench.cli_run -> cli), None outside."""
+    parts = name.split(".")
+    if parts[0] != "gcbench":
+        return None
+    if len(parts) == 1:
+        return "gcbench"
+    return CLI if parts[1].startswith("cli") else parts[1]
+
+
+def source_files() -> list[tuple[str, Path]]:
+    """(layer, file) for every module of gcbench but the package root's __init__.py (tested on its own)."""
+    files = [(layer_of(f"gcbench.{p.stem}"), p) for p in PACKAGE.glob("*.py") if p.stem != "__init__"]
+    files += [(p.parent.relative_to(PACKAGE).parts[0], p) for p in PACKAGE.glob("*/**/*.py")]
+    return sorted(files)
+
+
+def imports(path: Path) -> list[tuple[str, bool]]:
+    """(module, at import time) for each absolute import the file runs; relative imports are refused below.
+
+    Imports under ``if TYPE_CHECKING:`` never run, so they are left out: a layer may name a type from above it.
+    """
+    found = []
+    for node, at_import in _run_nodes(ast.parse(path.read_text()), True):
         if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
+            found += [(alias.name, at_import) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path.relative_to(PACKAGE.parent)}: use absolute imports, so layers can be read"
+            found.append((node.module, at_import))
     return found
 
 
-@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def _run_nodes(tree: ast.AST, at_import: bool):
+    """(node, whether it runs when the module is imported), leaving out ``if TYPE_CHECKING:`` blocks."""
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, ast.If) and ast.unparse(child.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            for orelse in child.orelse:
+                yield orelse, at_import
+                yield from _run_nodes(orelse, at_import)
+            continue
+        yield child, at_import
+        inside = at_import and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        yield from _run_nodes(child, inside)
+
+
+def test_every_package_and_module_has_a_rule():
+    unruled = {layer for layer, _ in source_files()} - set(MAY_IMPORT) - {CLI}
+    assert not unruled, f"no layer rule for {sorted(unruled)}: add it to MAY_IMPORT as DESIGN.md places it"
+
+
+def test_the_rules_point_down():
+    """What a layer may import may import only what the layer may, so a chain of imports never climbs."""
+    for layer, allowed in MAY_IMPORT.items():
+        for lower in allowed:
+            assert MAY_IMPORT[lower] <= allowed, f"{layer} may import {lower}, which may import more than {layer}"
+        assert layer not in allowed and CLI not in allowed
+
+
+@pytest.mark.parametrize("layer", sorted({layer for layer, _ in source_files()}))
 def test_layer_imports_only_what_it_may(layer):
-    for path in sorted((PACKAGE / layer).glob("*.py")):
-        bad = [name for name in imports(path) for banned in FORBIDDEN[layer] if name.startswith(banned)]
-        assert not bad, f"{path.relative_to(PACKAGE.parent)} imports {bad}"
+    for found, path in source_files():
+        if found != layer:
+            continue
+        names = {layer_of(name) for name, _ in imports(path)} - {None, layer, "gcbench"}  # the root: its version
+        if layer == CLI:
+            continue
+        bad = names - MAY_IMPORT[layer]
+        assert not bad, f"{path.relative_to(PACKAGE.parent)} imports {sorted(bad)}; {layer} may import only " + (
+            f"{sorted(MAY_IMPORT[layer])}" if MAY_IMPORT[layer] else "nothing of gcbench"
+        )
+
+
+def test_the_package_root_imports_nothing():
+    """``import gcbench`` (every command's first step) stays free."""
+    assert not [name for name, _ in imports(PACKAGE / "__init__.py") if layer_of(name)]
+
+
+@pytest.mark.parametrize("layer", sorted({layer for layer, _ in source_files()} - HEAVY_AT_IMPORT))
+def test_heavy_imports_wait_for_the_mode_that_needs_them(layer):
+    for found, path in source_files():
+        if found == layer:
+            heavy = [name for name, at_import in imports(path) if at_import and name.split(".")[0] in HEAVY]
+            assert not heavy, f"{path.relative_to(PACKAGE.parent)} imports {heavy} at import time"
 
 
 def test_coding_needs_only_numpy_and_scipy_outside_gcbench():
-    for path in sorted((PACKAGE / "coding").glob("*.py")):
-        outside = {n.split(".")[0] for n in imports(path)} - {"gcbench", "numpy", "scipy", "__future__"}
-        assert outside <= {"abc", "collections", "dataclasses", "typing", "itertools", "math", "functools"}, (
-            f"{path.name} imports {outside}"
-        )
+    stdlib = {"abc", "collections", "dataclasses", "typing", "itertools", "math", "functools", "__future__"}
+    for layer, path in source_files():
+        if layer == "coding":
+            outside = {name.split(".")[0] for name, _ in imports(path)} - {"gcbench", "numpy", "scipy"}
+            assert outside <= stdlib, f"{path.name} imports {outside - stdlib}"
+
+
+def test_gcbench_simulate_starts_without_torch_ray_or_matplotlib():
+    probe = (
+        "import sys, gcbench.cli, gcbench.cli_simulate, gcbench.sim.runner; "
+        f"print(sorted(m for m in {sorted(HEAVY)!r} if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]", f"importing the simulate command loads {loaded.strip()}"

@@ -138,6 +138,13 @@ def test_legends_drop_the_default_policy_and_keep_any_other():
     assert legend_label("fastest-8", "uncoded", "fastest_k") == "fastest-8 · uncoded / fastest_k"
 
 
+def test_the_results_default_policy_is_the_one_a_variant_gets_without_a_policy():
+    from gcbench.policies import Decodable
+    from gcbench.results.schema import DEFAULT_POLICY
+
+    assert DEFAULT_POLICY == Decodable.model_fields["name"].default
+
+
 def test_a_curve_lying_exactly_on_another_is_drawn_dashed_and_says_so(sim_run):
     """CR and cyclic-MDS have the same support and decoding rule: in scenarios/stragglers.yaml their times are
     identical, and one line hid the other. Here cyclic-MDS is given exactly CR's times."""

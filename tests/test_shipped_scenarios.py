@@ -25,7 +25,7 @@ def shortened(points, iterations=20):
 def test_the_expected_scenarios_ship():
     names = {p.stem for p in SCENARIOS}
     assert {"stragglers", "heavy_tail", "persistent_stragglers", "crash_failures", "shared_link"} <= names
-    assert {"trace_replay", "delay_models", "asynchronous"} <= names
+    assert {"trace_replay", "delay_models", "asynchronous", "model_b"} <= names
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)

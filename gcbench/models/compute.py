@@ -1,4 +1,4 @@
-"""Per-worker compute times for a block of iterations, from a distribution or a trace."""
+"""Per-worker compute times for a block of iterations, from a distribution or a trace, and the fixed overhead."""
 
 from __future__ import annotations
 
@@ -28,3 +28,10 @@ def compute_times(compute, rng: np.random.Generator, iterations: int, loads: np.
     if compute.speeds is not None:
         times = times / np.asarray(compute.speeds)
     return np.asarray(times, dtype=float)
+
+
+def overhead_times(compute, rng: np.random.Generator, iterations: int, n: int) -> np.ndarray:
+    """Seconds of ``compute.overhead`` per iteration and worker (zeros without one): not scaled by load or speed."""
+    if compute.overhead is None:
+        return np.broadcast_to(0.0, (iterations, n))  # read-only zeros that take no memory
+    return np.asarray(compute.overhead.sample(rng, (iterations, n)), dtype=float)

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from gcbench.policies import Decodable  # noqa: E402
+from gcbench.results.schema import DEFAULT_POLICY  # noqa: E402
 
 # Registry order, so a scheme keeps its colour across figures and runs.
 SCHEMES = ("uncoded", "ignore_stragglers", "fr", "cr", "cyclic_mds", "cce_cr", "cce_fr")
@@ -64,9 +64,8 @@ def variant_styles(iterations) -> dict[str, dict]:
     return styles
 
 
-# The policy a variant gets when the scenario names none; for uncoded training, waiting for all is the same rule
-# (it decodes from every message only), so neither is worth a word in a legend.
-DEFAULT_POLICY = Decodable.model_fields["name"].default
+# For uncoded training, waiting for all is the same rule as the default policy (it decodes from every message
+# only), so neither is worth a word in a legend.
 SAME_AS_DEFAULT = {"uncoded": ("wait_all",)}
 
 

@@ -43,7 +43,8 @@ class AsyncRayMaster(RayMaster):
             for w in [w for w in to_start if cluster.available(w, now)]:
                 row = jobs[w] % iterations
                 crash = to_start.pop(w) and bool(self.crash[row, w])
-                cluster.submit(w, serial, weights, bool(self.straggling[row, w]), crash, jobs[w])
+                straggling, overhead = bool(self.straggling[row, w]), float(self.overhead[row, w])
+                cluster.submit(w, serial, weights, straggling, crash, jobs[w], overhead)
                 version_of[serial], jobs[w], serial = version, jobs[w] + 1, serial + 1
                 self.next_job = serial
                 if crash:

@@ -96,9 +96,12 @@ class WorkerCluster:
         return any(job.job in job_ids for job in self.jobs.values())
 
     # -- jobs -------------------------------------------------------------------------
-    def submit(self, w: int, job_id: int, weights, straggling: bool, crash: bool, batch: int) -> Job:
+    def submit(
+        self, w: int, job_id: int, weights, straggling: bool, crash: bool, batch: int, overhead: float = 0.0
+    ) -> Job:
+        """Start a job on worker w; ``overhead`` is the seconds of compute.overhead it sleeps on top."""
         now = time.time()
-        ref = self.actors[w].compute.remote(job_id, weights, straggling, crash, batch)
+        ref = self.actors[w].compute.remote(job_id, weights, straggling, crash, batch, overhead)
         job = self.jobs[ref] = Job(w, job_id, now, crash)
         if crash:  # down from now, for its downtime (for good without one)
             self.down_until[w] = now + (float("inf") if self.downtime is None else self.downtime)

@@ -15,12 +15,12 @@ import numpy as np
 import torch
 
 from gcbench.coding import Scheme
-from gcbench.models.draws import draw_run
 from gcbench.real.batches import PartitionSampler
 from gcbench.real.cluster import ClusterStuck, Event, WorkerCluster
 from gcbench.real.data import Dataset
 from gcbench.real.gradients import FlatModel
 from gcbench.real.models import build_model
+from gcbench.scenario.draws import draw_run
 from gcbench.scenario.schema import Scenario, Variant
 
 __all__ = ["ClusterStuck", "RayMaster", "Step"]
@@ -62,7 +62,7 @@ class RayMaster:
         self.optimizer = self.flat.optimizer
         self.sampler = PartitionSampler(len(data.train_labels), scheme.k, training.batch_size, seed)
         draws = draw_run(scenario, scheme, seed)  # the simulator's streams
-        self.straggling, self.crash = draws.straggling, draws.crash
+        self.straggling, self.crash, self.overhead = draws.straggling, draws.crash, draws.overhead
         self.d = int(sum(p.numel() for p in self.model.parameters()))
         shards = [ray.put((data.train_images[s], data.train_labels[s], int(s[0]))) for s in self.sampler.shards]
         setup = {
@@ -97,7 +97,7 @@ class RayMaster:
                 crash = w in may_crash and bool(self.crash[t, w])
                 may_crash.discard(w)
                 todo.remove(w)
-                cluster.submit(w, t, weights, bool(self.straggling[t, w]), crash, t)
+                cluster.submit(w, t, weights, bool(self.straggling[t, w]), crash, t, float(self.overhead[t, w]))
                 if crash:
                     failed.add(w)
             if not (todo := [w for w in todo if w not in cluster.dead]) and not cluster.in_flight({t}):

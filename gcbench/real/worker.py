@@ -1,4 +1,4 @@
-"""A Ray worker: holds the data of its partitions, computes their gradients, encodes, sleeps injected straggling.
+"""A Ray worker: holds the data of its partitions, computes their gradients, encodes, sleeps injected delay.
 
 Ray does not interrupt a running actor task, so abandonment is cooperative: the
 master calls ``abandon`` in the actor's "control" concurrency group (its own
@@ -65,21 +65,30 @@ class GradientWorker:
         self.abandon_below = max(self.abandon_below, iteration + 1)
 
     def compute(
-        self, iteration: int, weights: np.ndarray, straggling: bool, crash: bool = False, batch: int | None = None
+        self,
+        iteration: int,
+        weights: np.ndarray,
+        straggling: bool,
+        crash: bool = False,
+        batch: int | None = None,
+        overhead: float = 0.0,
     ) -> dict[str, Any]:
         """Gradients of this worker's partitions of mini-batch ``batch`` (default: ``iteration``), encoded.
 
         ``iteration`` is what ``abandon`` refers to (an asynchronous job's id);
-        ``crash`` makes the process exit at once, as the failure model drew it.
+        ``crash`` makes the process exit at once, as the failure model drew it;
+        ``overhead`` is the run's compute.overhead draw for this job, slept with the straggling.
         """
         if crash:
             os._exit(CRASH_EXIT_CODE)
         if self.shards is None:
             raise WorkerRestarted(f"worker {self.worker} was restarted and has no data yet")
         with self.lock:
-            return self._compute(iteration, weights, straggling, iteration if batch is None else batch)
+            return self._compute(iteration, weights, straggling, iteration if batch is None else batch, overhead)
 
-    def _compute(self, iteration: int, weights: np.ndarray, straggling: bool, batch: int) -> dict[str, Any]:
+    def _compute(
+        self, iteration: int, weights: np.ndarray, straggling: bool, batch: int, overhead: float
+    ) -> dict[str, Any]:
         # weights and messages travel as numpy arrays: Ray shares them without pickling
         start = time.time()
         result = {"worker": self.worker, "iteration": iteration, "compute_start": start, "abandoned": True}
@@ -97,7 +106,8 @@ class GradientWorker:
         computed = time.time()
         messages = [m.cpu().numpy() for m in self.scheme.encode(self.worker, grads)]
         load = np.array([len(grads)], dtype=float)
-        delay = float(self.straggling.penalty(np.array([computed - start]), load, np.array([straggling]))[0])
+        penalty = self.straggling.penalty(np.array([computed - start]), load, np.array([straggling]))
+        delay = float(penalty[0]) + overhead  # modelled time on top of the measured compute, as in the simulator
         while time.time() < computed + delay:
             if self.abandon_below > iteration:
                 return self._abandoned(result, time.time() - computed)

@@ -1,8 +1,12 @@
-"""Column names and meanings of the results tables (docs/results.md is generated from the same facts).
+"""Column names and meanings of the results tables (docs/results.md says the same, by hand: keep them in step).
 
 Both modes write these columns; sweep parameters add one column per swept path,
 and real mode adds its own (loss, accuracy) after them.
 """
+
+# The policy column of a variant whose scenario names no policy (gcbench.policies.Decodable; a test holds them
+# equal): kept here so plotting, which reads results files only, can tell it without importing the policies.
+DEFAULT_POLICY = "decodable"
 
 ITERATION_COLUMNS = {
     "variant": "label of the scheme/policy variant, as the summary prints it",
@@ -33,7 +37,7 @@ WORKER_COLUMNS = {
     "partitions": "partitions the worker computed (its load)",
     "compute_start": "seconds since the run started when it started computing",
     "compute_end": "when its message was ready (NaN: never, it crashed for good)",
-    "injected_delay": "seconds of straggling added to its compute time",
+    "injected_delay": "seconds added to its compute time by the models: straggling plus compute.overhead",
     "arrival": "when its message reached the master (NaN: never)",
     "used": "True when the master used its message",
     "straggling": "True when the straggling model slowed it this iteration",

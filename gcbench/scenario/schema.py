@@ -31,17 +31,21 @@ class Gradient(Config):
 
 
 class Compute(Config):
-    """Compute time of a worker: per-partition draws (or a trace), its load, and its speed.
+    """Compute time of a worker: per-partition draws (or a trace), its load, its speed, and an overhead.
 
     ``load: scale`` draws one time per worker and iteration and multiplies it by
     the load (the model of Tandon et al.); ``sum`` draws every partition
-    independently. A worker's time is divided by its speed.
+    independently. A worker's time is divided by its speed. ``overhead`` adds
+    one draw per worker and iteration that neither the load nor the speed
+    scales (Tandon et al.'s second model, T = l·Δ + E); it is modelled time, so
+    real mode sleeps it, and the workers table counts it in ``injected_delay``.
     """
 
     per_partition: Distribution | None = None
     trace: Trace | None = None
     load: Literal["scale", "sum"] = "scale"
     speeds: list[Annotated[float, Field(ge=1e-6, le=1e6)]] | None = None
+    overhead: Distribution | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> Compute:

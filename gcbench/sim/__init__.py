@@ -1,1 +1,2 @@
-"""The simulator: SimPy and vectorised engines over the shared models and policies."""
+"""The simulator: an event engine (a heap calendar, for asynchronous policies) and the vectorised synchronous
+engine, over the shared models and policies."""

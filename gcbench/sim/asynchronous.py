@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from gcbench.coding import Scheme
-from gcbench.models.draws import draw_run, message_bytes
+from gcbench.scenario.draws import draw_run, message_bytes
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.sim.calendar import Calendar
 from gcbench.sim.synchronous import SimulationStuck, decoding_quality
@@ -25,7 +25,7 @@ from gcbench.sim.tables import RunRecorder
 
 
 class _AsyncRun:
-    """State of one asynchronous run; SimPy callbacks advance it."""
+    """State of one asynchronous run; the calendar's callbacks advance it."""
 
     def __init__(self, scenario: Scenario, variant: Variant, scheme: Scheme, seed: int) -> None:
         self.calendar = Calendar()

@@ -13,7 +13,7 @@ import numpy as np
 
 from gcbench.coding import Scheme
 from gcbench.errors import GcbenchError
-from gcbench.models.draws import RunDraws, draw_run, message_bytes
+from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.sim.tables import RunRecorder
 
