@@ -114,6 +114,15 @@ def schemes(
 
 @app.command()
 @user_errors
+def policies() -> None:
+    """List the registered aggregation policies with their parameters."""
+    from gcbench.cli_policies import print_policy_table
+
+    print_policy_table()
+
+
+@app.command()
+@user_errors
 def simulate(
     scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
     out: Annotated[
