@@ -116,3 +116,10 @@ def test_the_conformance_suite_reads_test_parameters_from_the_scheme(toy_scheme)
     for s, params in valid_parameter_sets("scaled_fr", 4):
         scheme = make_scheme("scaled_fr", n=4, s=s, **params)
         check_decode_exact(scheme, range(s), partition_gradients(4, 3, np.random.default_rng(0)))
+
+
+def test_a_null_parameter_is_the_schemes_default_as_older_run_files_write_it():
+    sc = validate(scenario({"scheme": "fr", "s": 1, "m": None, "seed": None}), "toy.yaml")
+    assert sc.variants[0].scheme_params() == {}
+    assert scheme_for(sc, sc.variants[0]).params == {}
+    assert sc.variants[0].display_label() == "fr(s=1)/decodable"

@@ -67,8 +67,12 @@ class Variant(Config):
     policy: Policy = Field(default_factory=Decodable)
 
     def scheme_params(self) -> dict[str, Any]:
-        """The scheme parameters this variant gives (its keys beyond the fields above)."""
-        return dict(self.model_extra or {})
+        """The scheme parameters this variant gives (its keys beyond the fields above).
+
+        A null is the scheme's default, as it always was: run.json files written
+        before schemes owned their parameters say ``m: null, seed: null``.
+        """
+        return {key: value for key, value in (self.model_extra or {}).items() if value is not None}
 
     def display_label(self) -> str:
         if self.label:
