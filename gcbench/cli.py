@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from gcbench.errors import GcbenchError
 
@@ -76,23 +76,49 @@ def root(
     """Benchmark gradient coding and aggregation policies for straggler-tolerant training."""
 
 
-@app.command()
+class _SchemesCommand(TyperCommand):
+    """`gcbench schemes`, whose help lists the parameters the registered schemes declare."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from gcbench.cli_schemes import scheme_options_help
+
+        self.epilog = scheme_options_help()
+        super().format_help(ctx, formatter)
+
+
+# a scheme's own parameters (--m, --seed, ...) are not options of the command: they
+# come from the registry, so unknown options reach the command as extra arguments
+@app.command(cls=_SchemesCommand, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 @user_errors
 def schemes(
+    ctx: typer.Context,
     name: Annotated[str | None, typer.Argument(help="Show one scheme instance instead of the table.")] = None,
     n: Annotated[int, typer.Option("--n", help="Workers.")] = 12,
     s: Annotated[int, typer.Option("--s", help="Stragglers tolerated.")] = 1,
-    m: Annotated[int | None, typer.Option("--m", help="Slices per gradient (cce_cr, cce_fr).")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed of a randomized construction (cr).")] = None,
 ) -> None:
-    """List the registered gradient-coding schemes, or show one instance in detail."""
-    from gcbench.cli_schemes import print_scheme, print_scheme_table
+    """List the registered gradient-coding schemes, or show one instance in detail.
 
+    After NAME, give any parameter the scheme declares as --NAME VALUE (e.g. --m 2 for cce_cr, --seed 4 for cr).
+    """
+    from gcbench.cli_schemes import print_scheme, print_scheme_table, scheme_options
+
+    if name is not None and name.startswith("-"):
+        raise GcbenchError(f"give the scheme name before its parameters, e.g. gcbench schemes cce_cr {name} 2.")
     if name is None:
+        if ctx.args:
+            raise GcbenchError(f"{ctx.args[0]} is a scheme parameter: name the scheme first, e.g. gcbench schemes cr.")
         print_scheme_table()
         return
-    params = {key: value for key, value in {"m": m, "seed": seed}.items() if value is not None}
-    print_scheme(name, n, s, params)
+    print_scheme(name, n, s, scheme_options(name, ctx.args))
+
+
+@app.command()
+@user_errors
+def policies() -> None:
+    """List the registered aggregation policies with their parameters."""
+    from gcbench.cli_policies import print_policy_table
+
+    print_policy_table()
 
 
 @app.command()

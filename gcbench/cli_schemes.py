@@ -11,6 +11,7 @@ from rich.table import Table
 
 from gcbench.coding import available_schemes, make_scheme, scheme_class
 from gcbench.coding._errors import SchemeParameterError
+from gcbench.errors import GcbenchError
 
 
 def wide_console() -> Console:
@@ -36,13 +37,43 @@ def print_scheme_table(console: Console | None = None) -> None:
     console.print("Show one instance: gcbench schemes cr --n 12 --s 3")
 
 
+def scheme_options(name: str, args: list[str]) -> dict[str, Any]:
+    """``["--m", "2", "--seed=4"]`` -> {"m": 2, "seed": 4}: the parameters scheme ``name`` declares, YAML-read.
+
+    Options come from the registry (``Scheme.defaults``), so a new scheme's
+    parameters need no change here.
+    """
+    from gcbench.scenario.loading import parse_yaml
+
+    cls, params, tokens = scheme_class(name), {}, list(args)
+    while tokens:
+        token = tokens.pop(0)
+        if not token.startswith("--") or token == "--":
+            raise GcbenchError(f"unexpected argument '{token}'; give {name}'s parameters as --NAME VALUE.")
+        key, equals, text = token[2:].partition("=")
+        if key not in cls.defaults:
+            raise SchemeParameterError(f"--{key} does not apply to {name}; it takes {_takes(cls)}.")
+        if not equals:
+            if not tokens or tokens[0].startswith("--"):
+                raise GcbenchError(f"--{key} needs a value, e.g. --{key} {cls.defaults[key]}.")
+            text = tokens.pop(0)
+        params[key] = parse_yaml(text, f"--{key}")
+    return params
+
+
+def scheme_options_help() -> str:
+    """Which schemes declare which parameters, with their defaults: ``--m: cce_cr, cce_fr (default 2)``."""
+    takers: dict[tuple[str, Any], list[str]] = {}
+    for name in available_schemes():
+        for key, value in scheme_class(name).defaults.items():
+            takers.setdefault((key, value), []).append(name)
+    uses = [f"--{key}: {', '.join(names)} (default {value})" for (key, value), names in takers.items()]
+    return f"Scheme parameters, after NAME: {'; '.join(uses) or 'none'}."
+
+
 def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Console | None = None) -> None:
     """Properties, assignment and coefficients, and worst condition number of one instance."""
     console = console or wide_console()
-    cls = scheme_class(name)
-    unknown = sorted(set(params) - set(cls.defaults))
-    if unknown:
-        raise SchemeParameterError(f"--{unknown[0]} does not apply to {name}; it takes {_takes(cls)}.")
     scheme = make_scheme(name, n=n, s=s, **params)
     report = scheme.worst_condition()
     scope = "every" if report.exhaustive else f"{report.sets_checked} sampled"
@@ -81,4 +112,4 @@ def _cell(values: np.ndarray, held: bool, m: int) -> str:
 
 
 def _takes(cls) -> str:
-    return ", ".join(f"--{p}" for p in sorted(cls.defaults)) or "no extra options"
+    return ", ".join(f"--{p} (default {v})" for p, v in cls.defaults.items()) or "no extra options"

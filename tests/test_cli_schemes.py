@@ -42,7 +42,7 @@ def test_impossible_parameters_exit_2_with_one_sentence():
 def test_option_a_scheme_does_not_take_exits_2():
     result = runner.invoke(app, ["schemes", "fr", "--n", "12", "--s", "2", "--m", "2"])
     assert result.exit_code == 2
-    assert "--m does not apply to fr" in result.output
+    assert "--m does not apply to fr; it takes no extra options." in result.output
 
 
 def test_unknown_scheme_exits_2_from_the_installed_command():
@@ -55,3 +55,30 @@ def test_unknown_scheme_exits_2_from_the_installed_command():
     assert done.stderr.strip() == (
         "error: Unknown scheme 'nope'; available: uncoded, ignore_stragglers, fr, cr, cyclic_mds, cce_cr, cce_fr."
     )
+
+
+def test_scheme_parameters_take_either_spelling_and_change_the_code():
+    spaced = runner.invoke(app, ["schemes", "cr", "--n", "6", "--s", "2", "--seed", "4"])
+    joined = runner.invoke(app, ["schemes", "cr", "--n", "6", "--s", "2", "--seed=4"])
+    default = runner.invoke(app, ["schemes", "cr", "--n", "6", "--s", "2"])
+    assert spaced.exit_code == joined.exit_code == default.exit_code == 0, spaced.output
+    assert "make_scheme('cr', n=6, s=2, seed=4)" in spaced.output
+    assert spaced.output == joined.output != default.output.replace("seed=0", "seed=4")
+
+
+def test_help_lists_the_parameters_the_registered_schemes_declare():
+    result = runner.invoke(app, ["schemes", "--help"])
+    assert result.exit_code == 0
+    assert "--seed: cr (default 0); --m: cce_cr, cce_fr (default 2)." in " ".join(result.output.split())
+
+
+def test_a_scheme_parameter_without_a_value_or_a_scheme_exits_2():
+    cases = [
+        (["cce_cr", "--m"], "error: --m needs a value, e.g. --m 2."),
+        (["--m", "2"], "error: give the scheme name before its parameters, e.g. gcbench schemes cce_cr --m 2."),
+        (["cr", "--seed", "1", "x"], "error: unexpected argument 'x'; give cr's parameters as --NAME VALUE."),
+        (["cce_cr", "--m", "x"], "error: The 'm' parameter of cce_cr must be an int. Got 'x' instead."),
+    ]
+    for args, message in cases:
+        result = runner.invoke(app, ["schemes", *args])
+        assert (result.exit_code, result.output.strip()) == (2, message), args

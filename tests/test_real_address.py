@@ -7,8 +7,10 @@ import types
 
 import pytest
 
-from gcbench.errors import GcbenchError
-from gcbench.real.runner import start_ray
+pytest.importorskip("torch", reason="torch is part of the [real] extra")
+
+from gcbench.errors import GcbenchError  # noqa: E402
+from gcbench.real.runner import start_ray  # noqa: E402
 
 
 def fake_ray(calls: dict, fail: bool = False) -> types.ModuleType:

@@ -12,7 +12,9 @@ import types
 
 import pytest
 
-from gcbench.real.runner import start_ray
+pytest.importorskip("torch", reason="torch is part of the [real] extra")
+
+from gcbench.real.runner import start_ray  # noqa: E402
 
 SETTINGS = ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_enable_metrics_collection", "RAY_AUTH_MODE")
 

@@ -10,9 +10,11 @@ import time
 import numpy as np
 import pytest
 
-from realhelpers import DATA, current_weights, make_master, reference_gradient, relative_error, scenario
-
+pytest.importorskip("torch", reason="torch is part of the [real] extra")
 ray = pytest.importorskip("ray", reason="ray is part of the [real] extra")
+
+from realhelpers import DATA, current_weights, make_master, reference_gradient, relative_error, scenario  # noqa: E402
+
 pytestmark = pytest.mark.usefixtures("local_ray")
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import torch
 
-from gcbench.results import read_results
-
+torch = pytest.importorskip("torch", reason="torch is part of the [real] extra")
 pytest.importorskip("ray", reason="ray is part of the [real] extra")
+
+from gcbench.results import read_results  # noqa: E402
 
 SCENARIO = """\
 name: resume

@@ -77,7 +77,8 @@ def test_field_errors_and_variant_errors_come_in_one_report(tmp_path):
         ),
         (
             BASE.replace("{scheme: uncoded}", "{scheme: cr, s: 1, seed: 36893488147419103232}"),
-            ": variants[0].seed: Input should be less than or equal to 9223372036854775807.\n",
+            ": variants[0]: The 'seed' parameter of cr must be an int in [0, 9223372036854775807]. "
+            "Got 36893488147419103232 instead.\n",
         ),
         (
             BASE

@@ -12,9 +12,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from gcbench.coding import SchemeParameterError, available_schemes, make_scheme
+from gcbench.coding import SchemeParameterError, available_schemes, make_scheme, scheme_class
 from gcbench.testing import (
-    HYPOTHESIS_MAX_N,
     check_approximate_residual,
     check_declared_structure,
     check_decode_exact,
@@ -42,10 +41,10 @@ def build(name, n, s, params):
 
 @st.composite
 def scheme_instances(draw, name):
-    n = draw(st.integers(1, HYPOTHESIS_MAX_N[name]))
+    cls = scheme_class(name)
+    n = draw(st.integers(1, cls.hypothesis_max_n))
     s, params = draw(st.sampled_from(valid_parameter_sets(name, n)))
-    if name == "cr":
-        params = {**params, "seed": draw(st.integers(0, 2**32))}
+    params = {**params, **{key: draw(st.integers(*span)) for key, span in cls.hypothesis_ranges.items()}}
     scheme = build(name, n, s, params)
     assume(scheme is not None)
     return scheme

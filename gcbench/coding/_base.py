@@ -17,7 +17,7 @@ import numpy as np
 
 from gcbench.coding._apply import empty_like_vector, pad_to, weighted_sum_into
 from gcbench.coding._conditioning import ConditionReport, condition_report
-from gcbench.coding._errors import NotDecodable, SchemeParameterError, check_int
+from gcbench.coding._errors import NotDecodable, SchemeParameterError, check_int, check_like_default
 from gcbench.coding._linear import Decoding, least_squares_weights, make_decoding, targets
 
 MAX_WORKERS = 4096  # coefficients are stored densely: n * n * m floats
@@ -52,12 +52,19 @@ class Scheme(abc.ABC):
     threshold_decodable: ClassVar[bool] = False
     # True when a received set's decoding (exactness, residual) depends only on its size
     symmetric: ClassVar[bool] = False
+    # the conformance suite's largest n for Hypothesis: big enough to reach the
+    # conditioning limits, small enough that construction stays fast
+    hypothesis_max_n: ClassVar[int] = 16
+    # integer parameters Hypothesis draws freely, as (low, high), beside valid_parameter_sets
+    hypothesis_ranges: ClassVar[dict[str, tuple[int, int]]] = {}
 
     def __init__(self, n: int, s: int, **params: Any) -> None:
         unknown = sorted(set(params) - set(self.defaults))
         if unknown:
             takes = ", ".join(sorted(self.defaults)) or "no extra parameters"
             raise SchemeParameterError(f"{self.name} does not take the parameter '{unknown[0]}'; it takes {takes}.")
+        for key, value in params.items():
+            check_like_default(self.name, key, value, self.defaults[key])
         self.n = check_int(self.name, "n", n, 1, MAX_WORKERS)
         self.s = check_int(self.name, "s", s, 0, self.n - 1)
         self.params = {**self.defaults, **params}
@@ -83,6 +90,15 @@ class Scheme(abc.ABC):
             self._refuse_if_ill_conditioned()
 
     # -- what subclasses provide -------------------------------------------------
+    @classmethod
+    def valid_parameter_sets(cls, n: int) -> list[tuple[int, dict[str, Any]]]:
+        """Every (s, extra parameters) the scheme's rules admit for n workers (the conformance suite's table).
+
+        The scheme may still refuse some as numerically unusable; the suite
+        skips those and checks that the refusal says why.
+        """
+        return [(s, {}) for s in range(n)]
+
     def _check_parameters(self) -> None:  # noqa: B027  (optional hook)
         """Raise SchemeParameterError for parameters the construction cannot take."""
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from gcbench.coding._base import Layout, Scheme
 from gcbench.coding._errors import SchemeParameterError, check_int
 from gcbench.coding._polynomial import chebyshev_mds, top_coefficient_code
 from gcbench.coding.cyclic_repetition import cyclic_support
-from gcbench.coding.fractional_repetition import groups
+from gcbench.coding.fractional_repetition import divisors, groups
 
 
 def _normalised(c: np.ndarray) -> np.ndarray:
@@ -29,8 +31,13 @@ class CCECyclic(Scheme):
     reference = "Ye & Abbe, ICML 2018"
     facts = {"tolerates": "any s; s + m <= n", "load": "s + m", "upload": "1/m", "decoding": "interpolation"}
     defaults = {"m": 2}
+    hypothesis_max_n = 13
     checks_conditioning = True
     threshold_decodable = True
+
+    @classmethod
+    def valid_parameter_sets(cls, n: int) -> list[tuple[int, dict[str, Any]]]:
+        return [(s, {"m": m}) for s in range(n) for m in range(1, n - s + 1)]
 
     def _check_parameters(self) -> None:
         check_int(self.name, "m", self.m, 1, self.n - self.s, f"s + m must be at most n={self.n}")
@@ -54,6 +61,11 @@ class CCEFractional(Scheme):
     reference = "Ye & Abbe, ICML 2018 (fractional form)"
     facts = {"tolerates": "any s; (s+m) | n", "load": "s + m", "upload": "1/m", "decoding": "m x m solve per group"}
     defaults = {"m": 2}
+    hypothesis_max_n = 24
+
+    @classmethod
+    def valid_parameter_sets(cls, n: int) -> list[tuple[int, dict[str, Any]]]:
+        return [(g - m, {"m": m}) for g in divisors(n) for m in range(1, g + 1)]
 
     def _check_parameters(self) -> None:
         check_int(self.name, "m", self.m, 1, self.n - self.s, f"s + m must be at most n={self.n}")

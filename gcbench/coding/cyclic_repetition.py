@@ -48,6 +48,7 @@ class CyclicRepetition(Scheme):
     reference = "Tandon et al., ICML 2017"
     facts = {"tolerates": "any s", "load": "s + 1", "upload": "1", "decoding": "n - s weights (random, seeded)"}
     defaults = {"seed": 0}
+    hypothesis_ranges = {"seed": (0, 2**32)}
     checks_conditioning = True
     threshold_decodable = True
 

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from gcbench.coding._base import Layout, Scheme
 from gcbench.coding._errors import SchemeParameterError
+
+
+def divisors(n: int) -> list[int]:
+    """The group sizes that split n workers evenly."""
+    return [g for g in range(1, n + 1) if n % g == 0]
 
 
 def groups(n: int, size: int) -> list[range]:
@@ -26,6 +33,11 @@ class FractionalRepetition(Scheme):
     name = "fr"
     reference = "Tandon et al., ICML 2017"
     facts = {"tolerates": "any s; (s+1) | n", "load": "s + 1", "upload": "1", "decoding": "one message per group"}
+    hypothesis_max_n = 32
+
+    @classmethod
+    def valid_parameter_sets(cls, n: int) -> list[tuple[int, dict[str, Any]]]:
+        return [(g - 1, {}) for g in divisors(n)]
 
     def _check_parameters(self) -> None:
         if self.n % (self.s + 1):

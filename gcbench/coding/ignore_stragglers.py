@@ -24,6 +24,7 @@ class IgnoreStragglers(Scheme):
     exact = False
     threshold_decodable = True
     facts = {"tolerates": "any s (approximate)", "load": "1", "upload": "1", "decoding": "rescaled sum n/r"}
+    hypothesis_max_n = 32
 
     def _layout(self) -> Layout:
         return one_partition_each(self.n)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from gcbench.coding._base import Layout, Scheme
@@ -31,6 +33,11 @@ class Uncoded(Scheme):
     symmetric = True  # distinct unit rows: any r workers look alike
     reference = "synchronous SGD baseline"
     facts = {"tolerates": "none (s = 0)", "load": "1", "upload": "1", "decoding": "sum of all n messages"}
+    hypothesis_max_n = 32
+
+    @classmethod
+    def valid_parameter_sets(cls, n: int) -> list[tuple[int, dict[str, Any]]]:
+        return [(0, {})]
 
     def _check_parameters(self) -> None:
         check_int(self.name, "s", self.s, 0, 0, "uncoded training waits for every worker")

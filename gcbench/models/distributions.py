@@ -15,6 +15,9 @@ import numpy as np
 from pydantic import Field, PositiveFloat, model_validator
 
 from gcbench.models._config import MAX_SECONDS, Config, Seconds
+from gcbench.models._registry import Registry
+
+DISTRIBUTIONS = Registry("distribution", "distribution")
 
 
 class _Bounded(Config):
@@ -34,6 +37,7 @@ class _Bounded(Config):
         return self
 
 
+@DISTRIBUTIONS.register
 class Deterministic(_Bounded):
     """Always ``value`` seconds."""
 
@@ -47,6 +51,7 @@ class Deterministic(_Bounded):
         return self.value
 
 
+@DISTRIBUTIONS.register
 class Exponential(_Bounded):
     """Exponential with rate ``rate`` (mean 1/rate)."""
 
@@ -60,6 +65,7 @@ class Exponential(_Bounded):
         return _ratio(1.0, self.rate)
 
 
+@DISTRIBUTIONS.register
 class ShiftedExponential(_Bounded):
     """``shift`` plus an exponential with rate ``rate`` (Lee et al.; Tandon et al.)."""
 
@@ -74,6 +80,7 @@ class ShiftedExponential(_Bounded):
         return self.shift + _ratio(1.0, self.rate)
 
 
+@DISTRIBUTIONS.register
 class Pareto(_Bounded):
     """Pareto (type I) with minimum ``scale`` and tail index ``shape``: heavy tails."""
 
@@ -92,6 +99,7 @@ class Pareto(_Bounded):
         return ("mean", self.mean()) if self.shape > 1 else ("median", _product(self.scale, 2.0 ** (1.0 / self.shape)))
 
 
+@DISTRIBUTIONS.register
 class LogNormal(_Bounded):
     """exp(N(mu, sigma^2)): ``mu`` and ``sigma`` of the underlying normal."""
 
@@ -106,6 +114,7 @@ class LogNormal(_Bounded):
         return _exp(self.mu + self.sigma**2 / 2)
 
 
+@DISTRIBUTIONS.register
 class Weibull(_Bounded):
     """Weibull with ``shape`` k and ``scale`` lambda."""
 
@@ -120,6 +129,7 @@ class Weibull(_Bounded):
         return _product(self.scale, _exp(math.lgamma(1.0 + 1.0 / self.shape)))
 
 
+@DISTRIBUTIONS.register
 class Empirical(_Bounded):
     """Resample, with replacement, from measured ``samples`` (seconds)."""
 
@@ -158,6 +168,7 @@ class Component(Config):
     of: SimpleDistribution
 
 
+@DISTRIBUTIONS.register
 class Mixture(Config):
     """Draw from component i with probability weight_i / sum(weights)."""
 
@@ -186,24 +197,8 @@ class Mixture(Config):
         return self
 
 
-SimpleDistribution = Annotated[
-    Deterministic | Exponential | ShiftedExponential | Pareto | LogNormal | Weibull | Empirical,
-    Field(discriminator="distribution"),
-]
-Distribution = Annotated[
-    Deterministic | Exponential | ShiftedExponential | Pareto | LogNormal | Weibull | Empirical | Mixture,
-    Field(discriminator="distribution"),
-]
+# a mixture's components are simple: a mixture of mixtures is one mixture
+SimpleDistribution = DISTRIBUTIONS.union(exclude=["mixture"])
+Distribution = DISTRIBUTIONS.union()
 Component.model_rebuild()
 Mixture.model_rebuild()
-
-DISTRIBUTIONS = (
-    "deterministic",
-    "exponential",
-    "shifted_exponential",
-    "pareto",
-    "lognormal",
-    "weibull",
-    "empirical",
-    "mixture",
-)

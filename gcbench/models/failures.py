@@ -14,16 +14,25 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from gcbench.models._config import Config, Seconds
+from gcbench.models._registry import Registry
+
+FAILURES = Registry("failure model", "model")
 
 
+@FAILURES.register
 class NoFailures(Config):
+    """No worker crashes."""
+
     model: Literal["none"] = "none"
 
     def crashes(self, rng: np.random.Generator, busy: np.ndarray) -> np.ndarray:
         return np.zeros(busy.shape, dtype=bool)
 
 
+@FAILURES.register
 class CrashFailures(Config):
+    """A worker crashes in an iteration with ``probability``, or at ``rate`` per second; down for ``downtime``."""
+
     model: Literal["crash"]
     probability: Annotated[float, Field(ge=0, le=1)] | None = None
     rate: Annotated[float, Field(ge=0)] | None = None
@@ -43,4 +52,4 @@ class CrashFailures(Config):
         return u < -np.expm1(-self.rate * busy)
 
 
-Failures = Annotated[NoFailures | CrashFailures, Field(discriminator="model")]
+Failures = FAILURES.union()

@@ -14,6 +14,9 @@ import numpy as np
 from pydantic import Field
 
 from gcbench.models._config import Config, Seconds
+from gcbench.models._registry import Registry
+
+STRAGGLING = Registry("straggling model", "model")
 
 Probability = Annotated[float, Field(ge=0, le=1)]
 
@@ -29,7 +32,10 @@ class _Slowness(Config):
         return np.where(mask, compute * (self.slowdown - 1.0) + delay, 0.0)
 
 
+@STRAGGLING.register
 class NoStraggling(Config):
+    """No worker straggles: compute times are as drawn."""
+
     model: Literal["none"] = "none"
 
     def draw(self, rng: np.random.Generator, iterations: int, n: int) -> np.ndarray:
@@ -39,6 +45,7 @@ class NoStraggling(Config):
         return np.zeros_like(compute)
 
 
+@STRAGGLING.register
 class IndependentStraggling(_Slowness):
     """Each worker straggles in each iteration with ``probability``, independently."""
 
@@ -49,6 +56,7 @@ class IndependentStraggling(_Slowness):
         return rng.random((iterations, n)) < self.probability
 
 
+@STRAGGLING.register
 class MarkovStraggling(_Slowness):
     """Persistent stragglers: a two-state chain per worker (enter / leave probabilities per iteration).
 
@@ -71,6 +79,7 @@ class MarkovStraggling(_Slowness):
         return mask
 
 
+@STRAGGLING.register
 class FixedStraggling(_Slowness):
     """The listed workers straggle in every iteration."""
 
@@ -83,6 +92,4 @@ class FixedStraggling(_Slowness):
         return mask
 
 
-Straggling = Annotated[
-    NoStraggling | IndependentStraggling | MarkovStraggling | FixedStraggling, Field(discriminator="model")
-]
+Straggling = STRAGGLING.union()

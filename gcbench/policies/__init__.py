@@ -1,11 +1,22 @@
-"""Aggregation policies: when the master stops waiting, shared by the simulator and real mode."""
+"""Aggregation policies: when the master stops waiting, shared by the simulator and real mode.
+
+Each policy registers itself (``register_policy``); registration order is the
+order `gcbench policies` lists them and the YAML union tries them.
+"""
 
 from gcbench.policies._base import PolicyOutcome, SynchronousPolicy
-from gcbench.policies.asynchronous import Async, KAsync, KBatchAsync
+from gcbench.policies._registry import POLICIES, available_policies, register_policy
 from gcbench.policies.synchronous import Deadline, Decodable, FastestK, WaitAll
+
+# isort: split
+# synchronous policies register first; the union is built once all are registered
+from gcbench.policies.asynchronous import Async, KAsync, KBatchAsync
+
+# isort: split
 from gcbench.policies.union import Policy
 
 __all__ = [
+    "POLICIES",
     "Async",
     "Deadline",
     "Decodable",
@@ -16,4 +27,6 @@ __all__ = [
     "PolicyOutcome",
     "SynchronousPolicy",
     "WaitAll",
+    "available_policies",
+    "register_policy",
 ]

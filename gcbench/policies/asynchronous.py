@@ -13,6 +13,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field
 
 from gcbench.models._config import Config
+from gcbench.policies._registry import register_policy
 
 
 class _AsyncPolicy(Config):
@@ -24,6 +25,7 @@ class _AsyncPolicy(Config):
         return 1
 
 
+@register_policy
 class KAsync(_AsyncPolicy):
     """Update after k results from distinct workers; those k restart on the new model."""
 
@@ -35,6 +37,7 @@ class KAsync(_AsyncPolicy):
         return self.k
 
 
+@register_policy
 class KBatchAsync(_AsyncPolicy):
     """Update after any k results (a fast worker may contribute several)."""
 
@@ -47,6 +50,7 @@ class KBatchAsync(_AsyncPolicy):
         return self.k
 
 
+@register_policy
 class Async(_AsyncPolicy):
     """Fully asynchronous SGD: apply every result as it arrives (k = 1)."""
 

@@ -10,8 +10,10 @@ from pydantic import Field, PositiveFloat
 from gcbench.coding import Scheme
 from gcbench.coding._base import kth_smallest
 from gcbench.policies._base import PolicyOutcome, SynchronousPolicy, all_arrived
+from gcbench.policies._registry import register_policy
 
 
+@register_policy
 class WaitAll(SynchronousPolicy):
     """Wait for every worker's message (synchronous SGD)."""
 
@@ -29,6 +31,7 @@ class WaitAll(SynchronousPolicy):
         return "fallback_approximate" if self.fallback == "approximate" and received else None
 
 
+@register_policy
 class Decodable(SynchronousPolicy):
     """Stop as soon as the received messages decode (the default for coded schemes)."""
 
@@ -44,6 +47,7 @@ class Decodable(SynchronousPolicy):
         return "fallback_approximate" if all_arrived and self.fallback == "approximate" and received else None
 
 
+@register_policy
 class FastestK(SynchronousPolicy):
     """Stop at the k-th message; decode exactly if those decode, else approximately."""
 
@@ -60,6 +64,7 @@ class FastestK(SynchronousPolicy):
         return "fallback_approximate" if all_arrived and self.fallback == "approximate" and received else None
 
 
+@register_policy
 class Deadline(SynchronousPolicy):
     """Stop at ``deadline`` seconds (or when all arrived); if what arrived does not decode, apply the fallback.
 

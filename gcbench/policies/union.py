@@ -4,20 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator
 
-from gcbench.policies.asynchronous import Async, KAsync, KBatchAsync
-from gcbench.policies.synchronous import Deadline, Decodable, FastestK, WaitAll
+from gcbench.policies._registry import POLICIES, available_policies
 
 
 def _name_to_mapping(value: Any) -> Any:
     return {"name": value} if isinstance(value, str) else value
 
 
-Policy = Annotated[
-    WaitAll | Decodable | FastestK | Deadline | KAsync | KBatchAsync | Async,
-    Field(discriminator="name"),
-    BeforeValidator(_name_to_mapping),
-]
+# every registered policy; gcbench/policies/__init__.py imports them all before this module
+Policy = Annotated[POLICIES.union(), BeforeValidator(_name_to_mapping)]
 
-POLICY_NAMES = ("wait_all", "decodable", "fastest_k", "deadline", "k_async", "k_batch_async", "async")
+__all__ = ["Policy", "available_policies"]

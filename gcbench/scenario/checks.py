@@ -62,9 +62,10 @@ def variant_problems(n: int, variants: list[tuple[int, Variant]]) -> list[str]:
         if variant.s >= n:
             problems.append(f"{where}.s: must be < workers ({n})")
             continue
-        problem = scheme_problem(variant, n)
-        if problem:
-            problems.append(f"{where}: {problem.rstrip('.')}")
+        unknown = parameter_problem(variant)
+        problem = None if unknown else scheme_problem(variant, n)
+        if unknown or problem:
+            problems.append(f"{where}.{unknown}" if unknown else f"{where}: {problem.rstrip('.')}")
         k = getattr(variant.policy, "k", None)
         if k is not None and k > n and getattr(variant.policy, "distinct", True):
             problems.append(f"{where}.policy.k: must be <= workers ({n})")
@@ -73,6 +74,20 @@ def variant_problems(n: int, variants: list[tuple[int, Variant]]) -> list[str]:
                 f"{where}.label: '{labels[position]}' names more than one variant; give each a distinct label"
             )
     return problems
+
+
+def parameter_problem(variant: Variant) -> str | None:
+    """A key the variant gives that is neither one of its fields nor a parameter its scheme declares."""
+    try:
+        declared = scheme_class(variant.scheme).defaults
+    except SchemeParameterError:
+        return None  # scheme_problem names the unknown scheme
+    unknown = [key for key in variant.scheme_params() if key not in declared]
+    if not unknown:
+        return None
+    takes = ", ".join(f"{key} (default {value!r})" for key, value in declared.items()) or "no parameters besides s"
+    fields = ", ".join(type(variant).model_fields)
+    return f"{unknown[0]}: neither a variant field ({fields}) nor a parameter of {variant.scheme}, which takes {takes}"
 
 
 def scheme_problem(variant: Variant, n: int) -> str | None:

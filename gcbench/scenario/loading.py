@@ -13,8 +13,10 @@ from pydantic import BaseModel, ValidationError
 
 from gcbench.errors import GcbenchError
 from gcbench.models.distributions import DISTRIBUTIONS
+from gcbench.models.failures import FAILURES
+from gcbench.models.straggling import STRAGGLING
 from gcbench.models.traces import cleaned_trace
-from gcbench.policies.union import POLICY_NAMES
+from gcbench.policies import POLICIES
 from gcbench.scenario.checks import problems_beside_field_errors
 from gcbench.scenario.paths import describe, set_path, size_problem, sweep_grid
 from gcbench.scenario.schema import Scenario
@@ -164,7 +166,7 @@ def format_problem(error: dict[str, Any]) -> str:
 
 
 # union tags pydantic puts into error locations; they are not field names
-_TAGS = set(DISTRIBUTIONS) | set(POLICY_NAMES) | {"none", "independent", "markov", "fixed", "crash"}
+_TAGS = {name for registry in (DISTRIBUTIONS, POLICIES, STRAGGLING, FAILURES) for name in registry.names()}
 
 
 def resolve_paths(scenario: Scenario, scenario_file: Path) -> Scenario:

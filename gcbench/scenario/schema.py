@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PositiveInt, field_validator, model_validator
+from pydantic import ConfigDict, Field, PositiveInt, field_validator, model_validator
 
 from gcbench.models._config import Config
 from gcbench.models.distributions import Distribution
@@ -55,17 +55,28 @@ class Compute(Config):
 
 
 class Variant(Config):
-    """One thing to compare: a scheme with its parameters, and an aggregation policy."""
+    """One thing to compare: a scheme with its parameters, and an aggregation policy.
+
+    Besides these fields a variant takes any parameter its scheme declares
+    (``Scheme.defaults``: ``m`` for cce_cr, ``seed`` for cr, ...); the scheme
+    validates their values, and checks.py refuses keys the scheme does not take.
+    """
+
+    # the extra keys are the scheme's parameters, so a new scheme needs no field here
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
 
     label: str | None = None
     scheme: str
     s: Annotated[int, Field(ge=0)] = 0
-    m: PositiveInt | None = None
-    seed: Seed | None = None
     policy: Policy = Field(default_factory=Decodable)
 
     def scheme_params(self) -> dict[str, Any]:
-        return {key: value for key, value in (("m", self.m), ("seed", self.seed)) if value is not None}
+        """The scheme parameters this variant gives (its keys beyond the fields above).
+
+        A null is the scheme's default, as it always was: run.json files written
+        before schemes owned their parameters say ``m: null, seed: null``.
+        """
+        return {key: value for key, value in (self.model_extra or {}).items() if value is not None}
 
     def display_label(self) -> str:
         if self.label:

@@ -1,4 +1,8 @@
-"""The conformance suite every registered scheme passes (like scikit-learn's estimator checks)."""
+"""The conformance suite every registered scheme passes (like scikit-learn's estimator checks).
+
+Each scheme declares its own test parameters (``valid_parameter_sets``,
+``hypothesis_max_n``); the suite reads them from the registry.
+"""
 
 from gcbench.testing.scheme_checks import (
     check_approximate_residual,
@@ -11,11 +15,10 @@ from gcbench.testing.scheme_checks import (
     check_torch_matches_numpy,
     check_unrecoverable_is_refused,
     partition_gradients,
+    valid_parameter_sets,
 )
-from gcbench.testing.scheme_params import HYPOTHESIS_MAX_N, valid_parameter_sets
 
 __all__ = [
-    "HYPOTHESIS_MAX_N",
     "check_approximate_residual",
     "check_declared_structure",
     "check_decode_exact",

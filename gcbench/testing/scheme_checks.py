@@ -11,11 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from gcbench.coding import NotDecodable, Scheme, make_scheme
+from gcbench.coding import NotDecodable, Scheme, make_scheme, scheme_class
 from gcbench.coding._linear import EXACT_RTOL, least_squares_weights
 
 FLOAT64_RTOL = 1e-8
 UNIT_ROUNDOFF = {np.float32: 2.0**-24, np.float64: 2.0**-53}
+
+
+def valid_parameter_sets(name: str, n: int) -> list[tuple[int, dict[str, Any]]]:
+    """Every (s, extra parameters) the registered scheme ``name`` declares valid for n workers."""
+    return scheme_class(name).valid_parameter_sets(n)
 
 
 def partition_gradients(k: int, d: int, rng: np.random.Generator, dtype: Any = np.float64) -> np.ndarray:

@@ -1,0 +1,63 @@
+"""`gcbench policies`: every registered policy, with its parameters, from the registry."""
+
+import pytest
+from typer.testing import CliRunner
+
+from gcbench.cli import app
+from gcbench.models._registry import Registry
+from gcbench.policies import POLICIES
+
+runner = CliRunner()
+
+
+def table() -> str:
+    result = runner.invoke(app, ["policies"])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def row(output: str, name: str) -> str:
+    """The table row that starts with ``name``, with its continuation lines."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:1] == [name])
+    end = next((i for i in range(start + 1, len(lines)) if lines[i][:20].strip()), len(lines))
+    return " ".join(" ".join(lines[start:end]).split())
+
+
+@pytest.mark.parametrize("name", POLICIES.names())
+def test_every_registered_policy_is_listed_with_its_description(name):
+    cls = POLICIES.get(name)
+    listed = row(table(), name)
+    first_words = " ".join(cls.__doc__.split()[:4]).replace("``", "")
+    assert first_words in listed
+    assert listed.split()[1] == ("yes" if cls.synchronous else "no")
+
+
+def test_parameters_show_their_types_bounds_and_defaults():
+    output = table()
+    fastest_k = row(output, "fastest_k")
+    assert "k: int >= 1 (required)" in fastest_k and "fallback: wait | approximate (default wait)" in fastest_k
+    assert "deadline: float > 0 (required)" in row(output, "deadline")
+    assert "distinct: bool (default false)" in row(output, "k_batch_async")
+    assert row(output, "decodable").split()[1:2] == ["yes"]
+
+
+def test_a_newly_registered_policy_is_listed_without_touching_the_cli(monkeypatch):
+    from typing import ClassVar, Literal
+
+    from gcbench.models._config import Config
+
+    scratch = Registry("policy", "name")
+    for cls in POLICIES.classes():
+        scratch.register(cls)
+
+    class EveryOther(Config):
+        """Stop at every other message (a test double)."""
+
+        name: Literal["every_other"] = "every_other"
+        offset: int = 0
+        synchronous: ClassVar[bool] = True
+
+    scratch.register(EveryOther)
+    monkeypatch.setattr("gcbench.cli_policies.POLICIES", scratch)
+    assert "offset: int (default 0) Stop at every other message (a test double)." in row(table(), "every_other")
