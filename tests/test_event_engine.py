@@ -1,0 +1,209 @@
+"""The fast path is the SimPy model: the event engine (the master on the SimPy cluster) gives the
+vectorised engine's tables from the same seed, and the asynchronous master gives the calendar engine's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from calendar_reference import simulate_calendar
+from hypothesis import example, given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from gcbench.errors import GcbenchError
+from gcbench.scenario import load_scenario
+from gcbench.scenario.build import scheme_for
+from gcbench.scenario.loading import SweepPoint
+from gcbench.scenario.schema import Scenario
+from gcbench.sim.event import engine_for, simulate_event
+from gcbench.sim.runner import Task, run_task
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+RTOL = 1e-9
+
+
+def tables(point: SweepPoint, index: int, engine: str, seed: int = 0):
+    scenario = point.scenario.model_copy(update={"engine": engine})
+    iterations, workers = run_task(SweepPoint(point.values, scenario), 0, Task(0, index, seed), True)
+    return pd.DataFrame(iterations), pd.DataFrame(workers)
+
+
+def assert_frames_match(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    """Times equal to 1e-9 relative (the engines add the same floats in different orders); the rest exactly."""
+    assert list(a.columns) == list(b.columns)
+    for column in a.columns:
+        left, right = a[column].to_numpy(), b[column].to_numpy()
+        if left.dtype.kind == "f":
+            np.testing.assert_allclose(left, right, rtol=RTOL, atol=0, equal_nan=True, err_msg=column)
+        else:
+            assert np.array_equal(left, right), f"column {column} differs"
+
+
+def outcome(point: SweepPoint, index: int, engine: str, seed: int = 0):
+    """Both tables, or the error's sentence when the run can never finish."""
+    try:
+        return tables(point, index, engine, seed)
+    except GcbenchError as error:
+        return str(error)
+
+
+def assert_engines_agree(point: SweepPoint, index: int, seed: int = 0) -> None:
+    fast, event = outcome(point, index, "vectorised", seed), outcome(point, index, "event", seed)
+    if isinstance(fast, str) or isinstance(event, str):
+        assert fast == event
+        return
+    assert_frames_match(fast[0], event[0])
+    assert_frames_match(fast[1], event[1])
+
+
+POLICIES = st.one_of(
+    st.sampled_from(["wait_all", "decodable"]).map(lambda name: {"name": name}),
+    st.integers(1, 8).map(lambda k: {"name": "fastest_k", "k": k}),
+    st.sampled_from([0.3, 0.9, 1.7, 4.0]).map(lambda d: {"name": "deadline", "deadline": d}),
+).flatmap(lambda p: st.sampled_from(["wait", "approximate"]).map(lambda f: {**p, "fallback": f}))
+SCHEMES = st.sampled_from(
+    [("uncoded", 0), ("fr", 1), ("cr", 1), ("cr", 2), ("cyclic_mds", 1), ("ignore_stragglers", 2), ("cce_cr", 1)]
+)
+STRAGGLING = st.sampled_from(
+    [
+        {"model": "none"},
+        {"model": "independent", "probability": 0.2, "slowdown": 4.0},
+        {"model": "markov", "enter": 0.1, "leave": 0.3, "delay": 1.5},
+        {"model": "fixed", "workers": [0], "delay": 2.0, "delay_scaling": "load"},
+    ]
+)
+FAILURES = st.sampled_from(
+    [
+        {"model": "none"},
+        {"model": "crash", "probability": 0.1, "downtime": 0.8},
+        {"model": "crash", "probability": 0.15, "downtime": 3.0},
+        {"model": "crash", "rate": 0.05, "downtime": None},
+    ]
+)
+NETWORK = st.sampled_from(
+    [
+        {},
+        {"latency": 0.05},
+        {"latency": 0.01, "bandwidth": 2e8},
+        {"latency": 0.02, "bandwidth": 1e8, "shared_link": True},
+    ]
+)
+COMPUTE = st.sampled_from(
+    [
+        {"per_partition": {"distribution": "exponential", "rate": 2.0}},
+        {"per_partition": {"distribution": "shifted_exponential", "shift": 0.2, "rate": 5.0}, "load": "sum"},
+        {"per_partition": {"distribution": "pareto", "scale": 0.1, "shape": 2.5}},
+    ]
+)
+
+
+@st.composite
+def synchronous_points(draw) -> SweepPoint:
+    scheme, s = draw(SCHEMES)
+    data = {
+        "name": "engines",
+        "workers": draw(st.sampled_from([4, 6, 8])),
+        "iterations": draw(st.integers(3, 25)),
+        "compute": draw(COMPUTE),
+        "straggling": draw(STRAGGLING),
+        "failures": draw(FAILURES),
+        "network": draw(NETWORK),
+        "stale_work": draw(st.sampled_from(["abandon", "finish"])),
+        "gradient": {"length": 1_000_000},
+        "variants": [{"scheme": scheme, "s": s, "policy": draw(POLICIES)}],
+    }
+    try:
+        return SweepPoint({}, Scenario.model_validate(data))
+    except ValidationError:
+        return SweepPoint({}, Scenario.model_validate({**data, "variants": [{"scheme": "uncoded"}]}))
+
+
+def _point(**fields) -> SweepPoint:
+    data = {"name": "engines", "workers": 6, "iterations": 30, "gradient": {"length": 1_000_000}}
+    data["compute"] = {"per_partition": {"distribution": "exponential", "rate": 2.0}}
+    return SweepPoint({}, Scenario.model_validate({**data, **fields}))
+
+
+@given(synchronous_points(), st.integers(0, 3))
+@example(  # a backlogged worker's crash under finish: its redo comes before the jobs queued behind it
+    _point(
+        stale_work="finish",
+        failures={"model": "crash", "probability": 0.1, "downtime": 0.7},
+        variants=[{"scheme": "cr", "s": 1, "policy": {"name": "deadline", "deadline": 1.5, "fallback": "approximate"}}],
+        iterations=60,
+    ),
+    0,
+)
+@example(  # a worker still down at the stop never starts that iteration's job (abandon)
+    _point(failures={"model": "crash", "probability": 0.2, "downtime": 3.0}, variants=[{"scheme": "fr", "s": 1}]),
+    1,
+)
+def test_event_engine_gives_the_vectorised_tables(point, seed):
+    assert_engines_agree(point, 0, seed)
+
+
+ASYNC_POLICIES = [{"name": "k_async", "k": 3}, {"name": "k_batch_async", "k": 4}, {"name": "async"}]
+
+
+@given(
+    st.sampled_from(ASYNC_POLICIES),
+    STRAGGLING,
+    FAILURES,
+    NETWORK,
+    st.integers(0, 3),
+)
+def test_asynchronous_master_gives_the_calendar_engine_tables(policy, straggling, failures, network, seed):
+    point = _point(
+        variants=[{"scheme": "uncoded", "policy": policy}],
+        straggling=straggling,
+        failures=failures,
+        network=network,
+        iterations=40,
+    )
+    assert_asynchronous_engines_agree(point, 0, seed)
+
+
+def assert_asynchronous_engines_agree(point: SweepPoint, index: int, seed: int = 0) -> None:
+    scenario, variant = point.scenario, point.scenario.variants[index]
+    scheme = scheme_for(scenario, variant)
+    try:
+        reference = simulate_calendar(scenario, variant, scheme, seed)
+    except GcbenchError as error:
+        with pytest.raises(GcbenchError) as raised:
+            simulate_event(scenario, variant, scheme, seed)
+        assert str(raised.value) == str(error)
+        return
+    event = simulate_event(scenario, variant, scheme, seed)
+    loads = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)])
+    assert_frames_match(pd.DataFrame(reference.iteration_columns()), pd.DataFrame(event.iteration_columns()))
+    assert_frames_match(pd.DataFrame(reference.worker_columns(loads)), pd.DataFrame(event.worker_columns(loads)))
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_every_shipped_scenario_runs_the_same_on_both_engines(path):
+    for point in load_scenario(path):
+        point = SweepPoint(point.values, point.scenario.model_copy(update={"iterations": 40}))
+        for index, variant in enumerate(point.scenario.variants):
+            if variant.policy.synchronous:
+                assert_engines_agree(point, index)
+            else:
+                assert_asynchronous_engines_agree(point, index)
+
+
+def test_auto_takes_the_fast_path_only_for_synchronous_policies():
+    point = _point(variants=[{"scheme": "fr", "s": 1}, {"scheme": "uncoded", "policy": {"name": "k_async", "k": 2}}])
+    synchronous, asynchronous = point.scenario.variants
+    assert engine_for(point.scenario, synchronous) == "vectorised"
+    assert engine_for(point.scenario, asynchronous) == "event"
+    event = point.scenario.model_copy(update={"engine": "event"})
+    assert engine_for(event, synchronous) == "event"
+
+
+def test_the_vectorised_engine_refuses_an_asynchronous_policy():
+    point = _point(engine="vectorised", variants=[{"scheme": "uncoded", "policy": "async"}])
+    with pytest.raises(GcbenchError, match="engine: vectorised covers synchronous policies only"):
+        engine_for(point.scenario, point.scenario.variants[0])
