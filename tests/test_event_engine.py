@@ -142,6 +142,17 @@ def _point(**fields) -> SweepPoint:
     _point(failures={"model": "crash", "probability": 0.2, "downtime": 3.0}, variants=[{"scheme": "fr", "s": 1}]),
     1,
 )
+@example(  # the clock stands an ulp short of a restart scheduled for an absolute time: the worker is back then
+    _point(
+        workers=8,
+        iterations=10,
+        compute={"per_partition": {"distribution": "pareto", "scale": 0.1, "shape": 2.5}},
+        failures={"model": "crash", "probability": 0.15, "downtime": 3.0},
+        stale_work="finish",
+        variants=[{"scheme": "fr", "s": 1, "policy": {"name": "fastest_k", "k": 1}}],
+    ),
+    0,
+)
 def test_event_engine_gives_the_vectorised_tables(point, seed):
     assert_engines_agree(point, 0, seed)
 

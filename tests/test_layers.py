@@ -18,6 +18,9 @@ FORBIDDEN = {
     "policies": ("gcbench.sim", "gcbench.real", "gcbench.plot", "gcbench.cli"),
     "scenario": ("gcbench.sim", "gcbench.real", "gcbench.plot", "gcbench.cli"),
     "results": ("gcbench.sim", "gcbench.real", "gcbench.plot", "gcbench.cli"),
+    # the one master and its protocol run on every clock: they name no engine and no backend
+    "cluster": ("gcbench.sim", "gcbench.real", "gcbench.plot", "gcbench.cli", "simpy", "ray", "torch"),
+    "master": ("gcbench.sim", "gcbench.real", "gcbench.plot", "gcbench.cli", "simpy", "ray", "torch"),
 }
 
 
