@@ -75,7 +75,7 @@ class SimPyCluster(Cluster):
         # (begin - now) + seconds + ... keeps a job started now on the same floats as t + (seconds + latency + transfer)
         delay = (begin - now) + seconds + self.latency
         if self.shared:
-            self._schedule(delay, (handle, begin, ready), self._reach_link)
+            self._reach_in(delay, worker, (handle, begin, ready))
         else:
             delay += self.transfer
             self._schedule(delay, Result(handle, now + delay, begin, ready), self._queue)
@@ -91,6 +91,14 @@ class SimPyCluster(Cluster):
         self._schedule(begin - self.env.now, Failure(w, begin, job), self._queue)
         if self.downtime is not None:
             self._schedule(recover - self.env.now, Restart(w, recover), self._queue)
+
+    def _reach_in(self, delay: float, worker: int, value) -> None:
+        """Reach the link after ``delay``: messages reaching it at one instant queue in worker order, as in
+        the fast path's stable sort (a timeout would order them by when their jobs were submitted)."""
+        event = simpy.Event(self.env)
+        event._ok, event._value = True, value  # a triggered event, as a Timeout is, with its own priority
+        event.callbacks.append(self._reach_link)
+        self.env.schedule(event, 2 + worker, delay)
 
     def _schedule(self, delay: float, value, callback) -> None:
         event = self.env.timeout(delay, value)
