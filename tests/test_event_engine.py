@@ -278,3 +278,18 @@ def test_a_job_abandoned_before_it_began_never_reports():
     events = cluster.drain(float("inf"))
     assert [(event.job.job, event.abandoned) for event in events] == [(0, False)]
     assert "simpy" in available_clusters()
+
+
+def test_the_architecture_docs_example_adds_a_behaviour_as_a_simpy_process():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    code = text.split("## Adding a behaviour as a SimPy process", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    exec(code, namespace)  # the documented example, as written
+    point = _point(
+        compute={"per_partition": {"distribution": "deterministic", "value": 1.0}},
+        variants=[{"scheme": "uncoded", "policy": "wait_all"}],
+        iterations=10,
+    )
+    scenario, variant = point.scenario, point.scenario.variants[0]
+    rec = simulate_event(scenario, variant, scheme_for(scenario, variant), 0, cluster_class=namespace["WarmingUp"])
+    assert rec.duration.tolist() == [1.0] * 5 + [2.0] * 5

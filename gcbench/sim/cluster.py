@@ -68,7 +68,7 @@ class SimPyCluster(Cluster):
         if crash:
             self._crash(handle, begin)
             return handle
-        seconds = self.busy[row][worker]
+        seconds = self.seconds(worker, row)
         ready = begin + seconds
         self.free_at[worker] = ready
         self.jobs[handle] = (job, begin)
@@ -80,6 +80,10 @@ class SimPyCluster(Cluster):
             delay += self.transfer
             self._schedule(delay, Result(handle, now + delay, begin, ready), self._queue)
         return handle
+
+    def seconds(self, worker: int, row: int) -> float:
+        """How long a job computes: the run's draw (a subclass may change it, e.g. from a SimPy process)."""
+        return self.busy[row][worker]
 
     def _crash(self, job: Job, begin: float) -> None:
         """Down from ``begin`` for its downtime, or for good; the failure is reported at ``begin``."""

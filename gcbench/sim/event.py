@@ -20,11 +20,13 @@ from gcbench.sim.cluster import SimPyCluster
 EngineName = Literal["event", "vectorised"]
 
 
-def simulate_event(scenario: Scenario, variant: Variant, scheme: Scheme, seed: int) -> RunRecorder:
-    """Run the master on a fresh SimPy cluster fed by the run's seeded draws."""
+def simulate_event(
+    scenario: Scenario, variant: Variant, scheme: Scheme, seed: int, cluster_class: type[SimPyCluster] = SimPyCluster
+) -> RunRecorder:
+    """Run the master on a fresh SimPy cluster fed by the seeded draws; a ``cluster_class`` subclass adds behaviour."""
     draws = draw_run(scenario, scheme, seed)
     synchronous = variant.policy.synchronous
-    cluster = SimPyCluster(scenario, scheme, draws, link_per_job=synchronous)
+    cluster = cluster_class(scenario, scheme, draws, link_per_job=synchronous)
     rec = RunRecorder(scenario.iterations, scenario.workers)
     if synchronous:
         rec.straggling[:], rec.injected[:] = draws.straggling, draws.injected
