@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass(frozen=True, eq=False, slots=True)
+@dataclass(eq=False, slots=True)  # not frozen: a frozen init costs a microsecond per job
 class Job:
     """One compute call: worker, job id (what ``abandon`` and ``in_flight`` refer to), draw row, when sent, crash."""
 
@@ -26,7 +26,7 @@ class Job:
     crash: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Result:
     """A job's result reached the master at ``at``; ``messages`` hold its vectors where the cluster computes them."""
 
@@ -42,7 +42,7 @@ class Result:
         return self.job.worker
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Failure:
     """Worker ``worker`` failed at ``at`` (``job``: the job that crashed, if known)."""
 
@@ -51,7 +51,7 @@ class Failure:
     job: Job | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Restart:
     """Worker ``worker`` is back at ``at`` and takes jobs again."""
 

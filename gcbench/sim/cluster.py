@@ -62,7 +62,8 @@ class SimPyCluster(Cluster):
         """Simulated workers compute no gradient values; timing needs no model."""
 
     def submit(self, worker: int, job: int, row: int, crash: bool) -> Job:
-        now = self.env.now
+        env = self.env
+        now = env.now
         begin = max(now, self.free_at[worker], self.down_until[worker])
         handle = Job(worker, job, row, now, crash)
         if crash:
@@ -78,7 +79,7 @@ class SimPyCluster(Cluster):
             self._reach_in(delay, worker, (handle, begin, ready))
         else:
             delay += self.transfer
-            self._schedule(delay, Result(handle, now + delay, begin, ready), self._queue)
+            env.timeout(delay, Result(handle, now + delay, begin, ready)).callbacks.append(self._queue)
         return handle
 
     def seconds(self, worker: int, row: int) -> float:
