@@ -131,17 +131,23 @@ class SimPyCluster(Cluster):
         if link is None:
             link = self.links[key] = simpy.Resource(self.env, capacity=1)
         request = link.request()
-        request.callbacks.append(lambda granted: self._send(link, key, granted, job, begin, ready))
+        request.message = (link, key, job, begin, ready)  # (attributes, not a closure: a result costs less)
+        request.callbacks.append(self._send)
 
-    def _send(self, link: simpy.Resource, key: int, request, job: Job, begin: float, ready: float) -> None:
-        def sent(event: simpy.Event) -> None:
-            link.release(request)
-            if not link.users and not link.queue:
-                self.links.pop(key, None)
-            self._queue(event)
+    def _send(self, request: simpy.Event) -> None:
+        """The link is ours: hold it for the transfer, then release it and deliver."""
+        link, key, job, begin, ready = request.message
+        sent = self.env.timeout(self.transfer, Result(job, self.env.now + self.transfer, begin, ready))
+        sent.request = request
+        sent.callbacks.append(self._sent)
 
-        done = self.env.now + self.transfer
-        self._schedule(self.transfer, Result(job, done, begin, ready), sent)
+    def _sent(self, event: simpy.Event) -> None:
+        request = event.request
+        link, key = request.message[:2]
+        link.release(request)
+        if self.link_per_job and not link.users and not link.queue:
+            del self.links[key]  # an iteration's link, idle for good once its messages are through
+        self._queue(event)
 
     def next_event(self, until: float) -> Event | None:
         events, env = self.events, self.env
