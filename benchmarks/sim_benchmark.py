@@ -5,7 +5,8 @@
 - naive SimPy: one process per worker per iteration (what a straightforward model does);
 - gcbench: synchronous i.i.d. variants (vectorised), and variants that need every
   worker event: crashes (stepped per iteration), a shared link, and asynchronous
-  policies (event engine). A worker-iteration is one row of the workers table
+  policies (the event engine: the one master on the SimPy cluster; benchmarks/event_engine.py
+  measures it against SimPy itself). A worker-iteration is one row of the workers table
   (iterations x n); for asynchronous policies the delivered results per second
   are printed too, since an update there uses k results, not n.
 

@@ -146,6 +146,14 @@ def simulate(
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite the results already in --out.")] = False,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            metavar="auto|event|vectorised",
+            help="Override the scenario's engine: event (the master on SimPy), vectorised, or auto.",
+        ),
+    ] = None,
 ) -> None:
     """Simulate a scenario: every variant, seed and sweep point; print the summary and write results."""
     from gcbench.cli_schemes import wide_console
@@ -158,6 +166,8 @@ def simulate(
         overrides["seeds"] = parse_seeds(seeds)
     if iterations is not None:
         overrides["iterations"] = iterations
+    if engine is not None:
+        overrides["engine"] = engine
     if check:
         check_scenario(scenario, console, overrides)
         return

@@ -17,7 +17,7 @@ from gcbench.results import summarize, write_results
 from gcbench.results.metadata import new_run_directory, run_metadata
 from gcbench.scenario import load_scenario
 from gcbench.scenario.loading import SweepPoint
-from gcbench.sim.runner import simulate_points, task_count
+from gcbench.sim.runner import engines, simulate_points, task_count
 
 RESULT_FILES = ("iterations.parquet", "workers.parquet", "run.json", "summary.csv")
 
@@ -62,6 +62,7 @@ def simulate_scenario(
     if out is not None:
         check_out(out, force)
     scenario = points[0].scenario
+    chosen = engines(points)  # before any work: an engine that cannot run a variant is the user's error
     out = out or new_run_directory(Path("results"), scenario.name)
     began = time.perf_counter()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -73,13 +74,20 @@ def simulate_scenario(
     sweep_columns = list(points[0].values)
     summary = summarize(iterations, sweep_columns)
     elapsed = time.perf_counter() - began
-    extra = {"backend": "simulator", "wall_seconds": round(elapsed, 3), **trace_cleaning(points)}
+    extra = {"backend": "simulator", "engines": chosen, "wall_seconds": round(elapsed, 3), **trace_cleaning(points)}
     write_results(out, iterations, workers, run_metadata("sim", path, points, extra))
     summary.to_csv(out / "summary.csv", index=False)
     print_summary(summary, sweep_columns, console)
     print_trace_cleaning(points, console)
+    console.print(engine_sentence(chosen))
     console.print(f"results: {out}  ({len(iterations)} iterations simulated in {elapsed:.1f} s)")
     return out, summary
+
+
+def engine_sentence(chosen: dict[str, str]) -> str:
+    """Which engine ran the variants, e.g. "engine: vectorised (3 variants), event (1 variant)"."""
+    counts = {name: list(chosen.values()).count(name) for name in dict.fromkeys(chosen.values())}
+    return "engine: " + ", ".join(f"{name} ({c} variant{'s' if c > 1 else ''})" for name, c in counts.items())
 
 
 def print_summary(summary: pd.DataFrame, sweep_columns: list[str], console: Console) -> None:

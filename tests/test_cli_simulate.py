@@ -187,3 +187,37 @@ def test_help_shows_no_typer_type_placeholders():
     assert "cuda:N" in run_help
     simulate_help = runner.invoke(app, ["simulate", "--help"], env={"COLUMNS": "160"}).output
     assert all(flag in simulate_help for flag in ("--iterations", "--seeds", "--set", "PATH=VALUE", "--force"))
+
+
+ASYNC_TINY = TINY.replace("policy: wait_all}", "policy: {name: k_async, k: 3}}")
+
+
+def test_engine_flag_runs_the_event_engine_and_run_json_says_so(tmp_path):
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
+    fast = runner.invoke(app, ["simulate", str(scenario), "--out", str(tmp_path / "fast")])
+    event = runner.invoke(app, ["simulate", str(scenario), "--out", str(tmp_path / "event"), "--engine", "event"])
+    assert fast.exit_code == 0 and event.exit_code == 0, event.output
+    assert "engine: vectorised (2 variants)" in fast.output and "engine: event (2 variants)" in event.output
+    assert json.loads((tmp_path / "event" / "run.json").read_text())["engines"] == {
+        "uncoded": "event",
+        "fr(s=1)/decodable": "event",
+    }
+    summaries = [pd.read_csv(tmp_path / name / "summary.csv") for name in ("fast", "event")]
+    pd.testing.assert_frame_equal(*summaries, rtol=1e-9)
+
+
+def test_vectorised_engine_for_an_asynchronous_policy_exits_2(tmp_path):
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(ASYNC_TINY)
+    result = gcbench("simulate", str(scenario), "--out", str(tmp_path / "run"), "--engine", "vectorised")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "engine: vectorised covers synchronous policies only" in result.stderr + result.stdout
+    assert not (tmp_path / "run" / "iterations.parquet").exists()
+
+
+def test_an_unknown_engine_exits_2_naming_the_field(tmp_path):
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
+    result = gcbench("simulate", str(scenario), "--engine", "fast")
+    assert result.returncode == 2 and "engine: Input should be 'auto', 'event' or 'vectorised'" in result.stderr

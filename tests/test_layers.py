@@ -123,6 +123,15 @@ def test_heavy_imports_wait_for_the_mode_that_needs_them(layer):
             assert not heavy, f"{path.relative_to(PACKAGE.parent)} imports {heavy} at import time"
 
 
+@pytest.mark.parametrize("layer", ["cluster", "master"])
+def test_the_master_and_its_protocol_name_no_engine(layer):
+    """They run on every clock: SimPy's virtual one and Ray's wall time alike."""
+    for found, path in source_files():
+        if found == layer:
+            engines = [name for name, _ in imports(path) if name.split(".")[0] in {"simpy", "ray", "torch"}]
+            assert not engines, f"{path.relative_to(PACKAGE.parent)} imports {engines}"
+
+
 def test_coding_needs_only_numpy_and_scipy_outside_gcbench():
     stdlib = {"abc", "collections", "dataclasses", "typing", "itertools", "math", "functools", "__future__"}
     for layer, path in source_files():

@@ -124,6 +124,7 @@ class Scenario(Config):
     failures: Failures = NoFailures()
     network: Network = Network()
     stale_work: Literal["abandon", "finish"] = "abandon"
+    engine: Literal["auto", "event", "vectorised"] = "auto"  # auto: vectorised for synchronous policies
     variants: list[Variant] = Field(min_length=1)
     sweep: dict[str, list[Any]] = {}
     training: Training = Training()

@@ -29,14 +29,12 @@ class Task:
 
 def run_task(point: SweepPoint, index: int, task: Task, with_workers: bool) -> tuple[dict, dict | None]:
     """Simulate one variant at one sweep point with one seed; return column dicts of both tables."""
-    from gcbench.sim.asynchronous import simulate_asynchronous
-    from gcbench.sim.synchronous import simulate_synchronous
+    from gcbench.sim.event import engine_for, simulate_with
 
     scenario = point.scenario
     variant = scenario.variants[task.variant]
     scheme = scheme_for(scenario, variant)
-    engine = simulate_synchronous if variant.policy.synchronous else simulate_asynchronous
-    rec = engine(scenario, variant, scheme, task.seed)
+    rec = simulate_with(engine_for(scenario, variant), scenario, variant, scheme, task.seed)
     keys = {
         "variant": variant.display_label(),
         "scheme": variant.scheme,
@@ -89,6 +87,13 @@ def simulate_points(
     iterations = pd.concat([pd.DataFrame(r[0]) for r in results], ignore_index=True)
     workers = pd.concat([pd.DataFrame(r[1]) for r in results], ignore_index=True) if with_workers else None
     return iterations, workers
+
+
+def engines(points: list[SweepPoint]) -> dict[str, str]:
+    """Which engine ran each variant (run.json's ``engines``); raises when a variant's engine cannot run it."""
+    from gcbench.sim.event import engine_for
+
+    return {v.display_label(): engine_for(p.scenario, v) for p in points for v in p.scenario.variants}
 
 
 def task_count(points: list[SweepPoint]) -> int:

@@ -12,14 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from gcbench.coding import Scheme
-from gcbench.errors import GcbenchError
+from gcbench.master.outcome import SimulationStuck, decoding_quality, stuck_iteration
+from gcbench.results.recorder import RunRecorder
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 from gcbench.scenario.schema import Scenario, Variant
-from gcbench.sim.tables import RunRecorder
 
-
-class SimulationStuck(GcbenchError):
-    """An iteration can never finish under the variant's policy (e.g. permanent crashes)."""
+__all__ = ["SimulationStuck", "decoding_quality", "simulate_synchronous"]
 
 
 def simulate_synchronous(scenario: Scenario, variant: Variant, scheme: Scheme, seed: int) -> RunRecorder:
@@ -76,16 +74,21 @@ class _Run:
 
     def _step(self, t: int, now: float, down_until: np.ndarray, free_at: np.ndarray):
         rec = self.rec
-        begin = np.maximum(np.maximum(now, free_at), down_until)
-        crashed = np.isfinite(begin) & self.crash[t]
-        recover = begin + (np.inf if self.downtime is None else self.downtime)
+        first = np.maximum(np.maximum(now, free_at), down_until)
+        crashed = np.isfinite(first) & self.crash[t]
+        recover = first + (np.inf if self.downtime is None else self.downtime)
+        previous_down = down_until
         down_until = np.where(crashed, recover, down_until)
-        begin = np.where(crashed, recover, begin)  # a recovered worker redoes this iteration
+        begin = np.where(crashed, recover, first)  # a recovered worker redoes this iteration
         ready = begin + self.busy[t]
         arrivals = self.scenario.network.arrivals(ready - now, self.size)
         outcome = self.variant.policy.stop_times(arrivals[None, :], self.scheme)
         _check_progress(outcome.stop, self.variant, self.scheme, t)
         stop = float(outcome.stop[0])
+        if self.scenario.stale_work == "abandon":
+            begin, ready, arrivals, crashed, down_until = self._not_started(
+                now, stop, first, begin, ready, arrivals, crashed, down_until, previous_down
+            )
         rec.start[t], rec.end[t], rec.duration[t] = now, now + stop, stop
         rec.compute_start[t], rec.compute_end[t] = begin, ready
         rec.arrival[t] = now + arrivals
@@ -97,28 +100,25 @@ class _Run:
         free_at = np.where(finishing & ~rec.used[t], ready, now)
         return now, down_until, free_at
 
+    def _not_started(self, now, stop, first, begin, ready, arrivals, crashed, down_until, previous_down):
+        """Abandoned work that had not begun by the stop never runs: no times, and a crash it would draw never happens.
+
+        A worker still down when the master moves on starts the next iteration's
+        job when it is back, not this one's (the event engine's semantics).
+        """
+        end = now + stop
+        unstarted = np.isfinite(first) & (first > end)
+        never = unstarted | (np.isfinite(begin) & (begin > end))
+        if not never.any():
+            return begin, ready, arrivals, crashed, down_until
+        crashed = crashed & ~unstarted
+        down_until = np.where(unstarted, previous_down, down_until)
+        arrivals = self.scenario.network.arrivals(np.where(never, np.inf, ready) - now, self.size)
+        arrivals = np.where(never, np.nan, arrivals)
+        return np.where(never, np.nan, begin), np.where(never, np.nan, ready), arrivals, crashed, down_until
+
 
 def _check_progress(stop: np.ndarray, variant: Variant, scheme: Scheme, offset: int = 0) -> None:
     stuck = np.flatnonzero(~np.isfinite(stop))
     if stuck.size:
-        raise SimulationStuck(
-            f"variant '{variant.display_label()}': iteration {offset + int(stuck[0])} can never finish "
-            f"(too many workers crashed for good for {scheme.name} with s={scheme.s} under "
-            f"{variant.policy.name}); {variant.policy.stuck_hint()}."
-        )
-
-
-def decoding_quality(rec: RunRecorder, scheme: Scheme) -> None:
-    """Exact or approximate per iteration, with the residual of approximate decodes."""
-    guaranteed = scheme.exact & np.isin(rec.reason, ["decodable", "all_arrived"]) & ~rec.failed.any(axis=1)
-    rec.exact[:] = guaranteed
-    pending = np.flatnonzero(~guaranteed)
-    if scheme.symmetric:  # one decoding per distinct count of received messages
-        counts = rec.used[pending].sum(axis=1)
-        for count in np.unique(counts):
-            exact, residual = scheme.decode_quality(np.arange(count))
-            rec.exact[pending[counts == count]] = exact
-            rec.residual[pending[counts == count]] = residual
-        return
-    for t in pending:
-        rec.exact[t], rec.residual[t] = scheme.decode_quality(np.flatnonzero(rec.used[t]))
+        raise stuck_iteration(variant.display_label(), offset + int(stuck[0]), scheme, variant.policy)

@@ -1,0 +1,45 @@
+"""What every master shares once a run's tables are filled: exactness and residual, and the "stuck" error."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gcbench.coding import Scheme
+from gcbench.errors import GcbenchError
+from gcbench.results.recorder import RunRecorder
+
+
+class SimulationStuck(GcbenchError):
+    """An iteration can never finish under the variant's policy (e.g. permanent crashes)."""
+
+
+def decoding_quality(rec: RunRecorder, scheme: Scheme) -> None:
+    """Exact or approximate per iteration, with the residual of approximate decodes."""
+    guaranteed = scheme.exact & np.isin(rec.reason, ["decodable", "all_arrived"]) & ~rec.failed.any(axis=1)
+    rec.exact[:] = guaranteed
+    pending = np.flatnonzero(~guaranteed)
+    if scheme.symmetric:  # one decoding per distinct count of received messages
+        counts = rec.used[pending].sum(axis=1)
+        for count in np.unique(counts):
+            exact, residual = scheme.decode_quality(np.arange(count))
+            rec.exact[pending[counts == count]] = exact
+            rec.residual[pending[counts == count]] = residual
+        return
+    for t in pending:
+        rec.exact[t], rec.residual[t] = scheme.decode_quality(np.flatnonzero(rec.used[t]))
+
+
+def stuck_iteration(label: str, t: int, scheme: Scheme, policy) -> SimulationStuck:
+    return SimulationStuck(
+        f"variant '{label}': iteration {t} can never finish "
+        f"(too many workers crashed for good for {scheme.name} with s={scheme.s} under "
+        f"{policy.name}); {policy.stuck_hint()}."
+    )
+
+
+def stuck_update(label: str, version: int, policy) -> SimulationStuck:
+    if policy.distinct and policy.batch > 1:
+        why = f"too many workers crashed for good: {policy.name} waits for {policy.batch} distinct workers' results"
+    else:
+        why = "every worker crashed for good"
+    return SimulationStuck(f"variant '{label}': update {version} can never finish ({why}); give failures.downtime.")

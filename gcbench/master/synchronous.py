@@ -1,0 +1,130 @@
+"""The master for synchronous policies, on any cluster: dispatch, wait as the policy's online rule says, step.
+
+Per iteration t every live worker gets one job (draw row t); the failure
+model's crash applies to a worker's first job of the iteration, and a crashed
+worker redoes the iteration once it is back. The policy's ``stop_now`` is the
+only stopping rule: called after each result with its time, and once at
+``wake_at()`` before any later result. Results arriving at the very instant the
+master stops are used too (as by the fast path, whose used set is "arrived by
+the stop"). With ``stale_work: abandon`` the unfinished jobs are abandoned at
+the stop, and jobs not yet started never run; with ``finish`` every worker
+works through every iteration's job in order, after the master moved on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gcbench.cluster import Cluster, Result
+from gcbench.master.outcome import stuck_iteration
+from gcbench.results.recorder import RunRecorder
+
+INF = float("inf")
+
+
+class SynchronousMaster:
+    """Runs the iterations of one synchronous variant on ``cluster``, recording into ``rec``."""
+
+    def __init__(self, cluster: Cluster, scheme, variant, crash: np.ndarray, stale_work: str, rec: RunRecorder):
+        self.cluster, self.scheme, self.variant, self.policy = cluster, scheme, variant, variant.policy
+        self.crash, self.finish, self.rec = crash, stale_work == "finish", rec
+        self.pending: list[list[tuple[int, bool]]] = [[] for _ in range(scheme.n)]  # per worker: (iteration, crash)
+        self.held: set[int] = set()  # workers with pending jobs
+        for column in (rec.compute_start, rec.compute_end, rec.arrival):
+            column[:] = np.nan  # a job that never started has no times
+
+    def run(self) -> None:
+        for t in range(self.rec.iterations):
+            self.iteration(t)
+        while True:  # late work reports its timings (with ``finish``, workers work through what they hold)
+            self._dispatch(None)
+            event = self.cluster.next_event(INF)
+            if event is None:
+                break
+            self._note(event, None)
+
+    def iteration(self, t: int) -> None:
+        cluster, rec = self.cluster, self.rec
+        start = cluster.now
+        for w in range(self.scheme.n):
+            rec.failed[t, w] = cluster.down(w)
+            if w in cluster.dead:
+                self._never(t, w)
+                continue
+            self._hold(w, t, bool(self.crash[t, w]))
+        self.order: list[int] = []
+        reason, stop, wake = None, 0.0, self.policy.wake_at()
+        while reason is None:
+            self._dispatch(t)
+            if self._nothing_more(t) and wake == INF:
+                raise stuck_iteration(self.variant.display_label(), t, self.scheme, self.policy)
+            event = cluster.next_event(start + wake)
+            if event is None:  # the wake time: the policy decides before any later result
+                stop, reason = wake, self.policy.stop_now(self.scheme, self.order, wake, self._nothing_more(t))
+                wake = INF
+                continue
+            if self._note(event, t):
+                stop = event.at - start
+                reason = self.policy.stop_now(self.scheme, self.order, stop, self._nothing_more(t))
+        while (event := cluster.next_event(start + stop)) is not None:  # results at the same instant count too
+            self._note(event, t)
+        self._finish(t, start, stop, reason)
+
+    def _hold(self, w: int, t: int, crash: bool) -> None:
+        self.pending[w].append((t, crash))
+        self.held.add(w)
+
+    def _dispatch(self, t: int | None) -> None:
+        """Submit every pending job of workers that are up, in iteration order (a redo before the next job)."""
+        cluster = self.cluster
+        for w in sorted(w for w in self.held if not cluster.down(w)):
+            self.held.discard(w)
+            jobs, self.pending[w] = sorted(self.pending[w]), []
+            for i, (row, crash) in enumerate(jobs):
+                cluster.submit(w, row, row, crash)
+                if not crash:
+                    continue
+                self.rec.failed[row, w] = True
+                if w in cluster.dead:  # crashed for good: this job and those after it never happen
+                    for never, _ in jobs[i:]:
+                        self._never(never, w)
+                    break
+                for later, later_crash in [(row, False), *jobs[i + 1 :]]:
+                    self._hold(w, later, later_crash)  # it redoes the iteration once back, then the rest
+                break
+
+    def _never(self, t: int, w: int) -> None:
+        """Worker w, dead, sends nothing in iteration t (the fast path's inf times)."""
+        rec = self.rec
+        rec.compute_start[t, w] = rec.compute_end[t, w] = rec.arrival[t, w] = INF
+
+    def _nothing_more(self, t: int) -> bool:
+        held = any(row == t for w in self.held for row, _ in self.pending[w])
+        return not held and not self.cluster.in_flight((t,))
+
+    def _note(self, event, t: int | None) -> bool:
+        """Record an event; True when it is a result of iteration t that the master now holds."""
+        if type(event) is Result:
+            job, rec = event.job, self.rec
+            w, row = job.worker, job.job
+            rec.compute_start[row, w], rec.compute_end[row, w], rec.arrival[row, w] = (
+                event.compute_start, event.compute_end, event.at,
+            )  # fmt: skip
+            if row == t and not event.abandoned:
+                rec.used[row, w] = True
+                self.order += self.scheme.messages(w)
+                return True
+            return False
+        # a Failure was noted at submission (the crash is drawn), and after a Restart
+        # the next dispatch submits the worker's pending jobs
+        return False
+
+    def _finish(self, t: int, start: float, stop: float, reason: str) -> None:
+        rec = self.rec
+        rec.start[t], rec.duration[t], rec.end[t], rec.reason[t] = start, stop, start + stop, reason
+        if not self.finish:
+            self.cluster.abandon(self.cluster.running((t,)))
+            for w in list(self.held):
+                self.pending[w] = [(row, crash) for row, crash in self.pending[w] if row != t]
+                if not self.pending[w]:
+                    self.held.discard(w)

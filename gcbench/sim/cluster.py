@@ -1,0 +1,189 @@
+"""The SimPy cluster: n simulated workers on a ``simpy.Environment``, in virtual time.
+
+Each job's compute time, straggling and crash come from the run's seeded draws
+(row ``row`` of ``draw_run``), its upload from the network model: latency, then
+bandwidth, through the master's ingress link when it is shared. The shared link
+is a SimPy ``Resource`` of capacity one (FIFO). A synchronous run gives each
+iteration's messages a link of their own, as the fast path does (messages of a
+finished iteration never delay the next one's); an asynchronous run has one.
+
+A job is one SimPy timeout (two with a shared link: reaching the link, and
+leaving it), whose callback queues the event for ``next_event``; the master
+running on this cluster is the simulator's event engine. Virtual time only
+moves inside ``next_event``, which steps the environment to the next event.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+import simpy
+
+from gcbench.cluster import Cluster, Event, Failure, Job, Restart, Result, register_cluster
+from gcbench.scenario.draws import RunDraws, message_bytes
+
+INF = float("inf")
+
+
+@register_cluster("simpy")
+class SimPyCluster(Cluster):
+    """Workers whose jobs take the drawn times; a job on a busy or down worker starts when it is free."""
+
+    def __init__(self, scenario, scheme, draws: RunDraws, link_per_job: bool = False) -> None:
+        self.env = simpy.Environment()
+        self.n = scenario.workers
+        self.busy = draws.busy.tolist()  # plain lists: scalar access per job is several times faster than numpy
+        self.downtime = getattr(scenario.failures, "downtime", None)
+        network = scenario.network
+        self.latency = network.latency
+        self.transfer = 0.0 if network.bandwidth is None else message_bytes(scenario, scheme) / network.bandwidth
+        self.shared = network.shared_link and self.transfer > 0
+        self.link_per_job, self.links = link_per_job, {}
+        self.free_at = [0.0] * self.n  # when each worker's queued work ends
+        self.down_until = [0.0] * self.n
+        self._dead: set[int] = set()
+        self.jobs: dict[Job, tuple[int, float]] = {}  # jobs that will deliver a result -> (id, begin)
+        self.abandoned: dict[Job, float] = {}  # -> when (a job abandoned before it began never runs)
+        self.events: deque[Event] = deque()
+
+    @property
+    def now(self) -> float:
+        return self.env.now
+
+    @property
+    def dead(self) -> set[int]:
+        return self._dead
+
+    def start(self, data=None) -> None:
+        """Simulated workers need no data unless the scenario trains (not yet)."""
+
+    def publish(self, model) -> None:
+        """Simulated workers compute no gradient values; timing needs no model."""
+
+    def submit(self, worker: int, job: int, row: int, crash: bool) -> Job:
+        env = self.env
+        now = env.now
+        begin = max(now, self.free_at[worker], self.down_until[worker])
+        handle = Job(worker, job, row, now, crash)
+        if crash:
+            self._crash(handle, begin)
+            return handle
+        seconds = self.seconds(worker, row)
+        ready = begin + seconds
+        self.free_at[worker] = ready
+        self.jobs[handle] = (job, begin)
+        # (begin - now) + seconds + ... keeps a job started now on the same floats as t + (seconds + latency + transfer)
+        delay = (begin - now) + seconds + self.latency
+        if self.shared:
+            self._reach_in(delay, worker, (handle, begin, ready))
+        else:
+            delay += self.transfer
+            env.timeout(delay, Result(handle, now + delay, begin, ready)).callbacks.append(self._queue)
+        return handle
+
+    def seconds(self, worker: int, row: int) -> float:
+        """How long a job computes: the run's draw (a subclass may change it, e.g. from a SimPy process)."""
+        return self.busy[row][worker]
+
+    def _crash(self, job: Job, begin: float) -> None:
+        """Down from ``begin`` for its downtime, or for good; the failure is reported at ``begin``."""
+        w = job.worker
+        recover = INF if self.downtime is None else begin + self.downtime
+        self.down_until[w] = self.free_at[w] = recover
+        if self.downtime is None:
+            self._dead.add(w)
+        self._schedule(begin - self.env.now, Failure(w, begin, job), self._queue)
+        if self.downtime is not None:
+            self._schedule(recover - self.env.now, Restart(w, recover), self._queue)
+
+    def _reach_in(self, delay: float, worker: int, value) -> None:
+        """Reach the link after ``delay``: messages reaching it at one instant queue in worker order, as in
+        the fast path's stable sort (a timeout would order them by when their jobs were submitted)."""
+        event = simpy.Event(self.env)
+        event._ok, event._value = True, value  # a triggered event, as a Timeout is, with its own priority
+        event.callbacks.append(self._reach_link)
+        self.env.schedule(event, 2 + worker, delay)
+
+    def _schedule(self, delay: float, value, callback) -> None:
+        event = self.env.timeout(delay, value)
+        event.callbacks.append(callback)
+
+    def _queue(self, event: simpy.Event) -> None:
+        result = event._value
+        if type(result) is Restart:
+            w = result.worker
+            if self.down_until[w] == result.at:  # (not a later crash's): the clock may stand an ulp short of it
+                self.down_until[w] = min(result.at, self.env.now)
+        elif type(result) is Result:
+            job = result.job
+            begin = self.jobs.pop(job)[1]
+            if job in self.abandoned:
+                if begin > self.abandoned.pop(job):
+                    return  # abandoned before it began: it never ran
+                result = Result(job, result.at, result.compute_start, result.compute_end, None, True)
+        self.events.append(result)
+
+    def _reach_link(self, event: simpy.Event) -> None:
+        job, begin, ready = event._value
+        key = job.job if self.link_per_job else 0
+        link = self.links.get(key)
+        if link is None:
+            link = self.links[key] = simpy.Resource(self.env, capacity=1)
+        request = link.request()
+        request.message = (link, key, job, begin, ready)  # (attributes, not a closure: a result costs less)
+        request.callbacks.append(self._send)
+
+    def _send(self, request: simpy.Event) -> None:
+        """The link is ours: hold it for the transfer, then release it and deliver."""
+        link, key, job, begin, ready = request.message
+        sent = self.env.timeout(self.transfer, Result(job, self.env.now + self.transfer, begin, ready))
+        sent.request = request
+        sent.callbacks.append(self._sent)
+
+    def _sent(self, event: simpy.Event) -> None:
+        request = event.request
+        link, key = request.message[:2]
+        link.release(request)
+        if self.link_per_job and not link.users and not link.queue:
+            del self.links[key]  # an iteration's link, idle for good once its messages are through
+        self._queue(event)
+
+    def next_event(self, until: float) -> Event | None:
+        events, env = self.events, self.env
+        while not events:
+            when = env.peek()
+            if when > until or when == INF:
+                if env.now < until < INF:
+                    env.run(until=until)
+                return None
+            env.step()
+        return events.popleft()
+
+    def abandon(self, jobs: Iterable[Job]) -> None:
+        """The workers stop at once; jobs that had begun still report the timings they would have had."""
+        now = self.env.now
+        for job in jobs:
+            if job in self.jobs:
+                self.abandoned[job] = now
+                self.free_at[job.worker] = min(self.free_at[job.worker], now)
+
+    def down(self, worker: int) -> bool:
+        return worker in self._dead or self.env.now < self.down_until[worker]
+
+    def running(self, job_ids: Iterable[int]) -> list[Job]:
+        ids = set(job_ids)
+        return [job for job, (job_id, _) in self.jobs.items() if job_id in ids]
+
+    def in_flight(self, job_ids: Iterable[int]) -> bool:
+        ids = set(job_ids)
+        return any(job_id in ids for job_id, _ in self.jobs.values())
+
+    def drain(self, seconds: float = INF) -> list[Event]:
+        until, events = self.env.now + seconds, []
+        while (event := self.next_event(until)) is not None:
+            events.append(event)
+        return events
+
+    def shutdown(self) -> None:
+        """Nothing runs outside the environment."""

@@ -1,0 +1,300 @@
+"""The fast path is the SimPy model: the event engine (the master on the SimPy cluster) gives the
+vectorised engine's tables from the same seed, and the asynchronous master gives the calendar engine's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from calendar_reference import simulate_calendar
+from hypothesis import example, given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from gcbench.cluster import Failure, Restart, Result, available_clusters
+from gcbench.errors import GcbenchError
+from gcbench.scenario import load_scenario
+from gcbench.scenario.build import scheme_for
+from gcbench.scenario.draws import draw_run
+from gcbench.scenario.loading import SweepPoint
+from gcbench.scenario.schema import Scenario
+from gcbench.sim.cluster import SimPyCluster
+from gcbench.sim.event import engine_for, simulate_event
+from gcbench.sim.runner import Task, run_task
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+RTOL = 1e-9
+
+
+def tables(point: SweepPoint, index: int, engine: str, seed: int = 0):
+    scenario = point.scenario.model_copy(update={"engine": engine})
+    iterations, workers = run_task(SweepPoint(point.values, scenario), 0, Task(0, index, seed), True)
+    return pd.DataFrame(iterations), pd.DataFrame(workers)
+
+
+def assert_frames_match(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    """Times equal to 1e-9 relative (the engines add the same floats in different orders); the rest exactly."""
+    assert list(a.columns) == list(b.columns)
+    for column in a.columns:
+        left, right = a[column].to_numpy(), b[column].to_numpy()
+        if left.dtype.kind == "f":
+            np.testing.assert_allclose(left, right, rtol=RTOL, atol=0, equal_nan=True, err_msg=column)
+        else:
+            assert np.array_equal(left, right), f"column {column} differs"
+
+
+def outcome(point: SweepPoint, index: int, engine: str, seed: int = 0):
+    """Both tables, or the error's sentence when the run can never finish."""
+    try:
+        return tables(point, index, engine, seed)
+    except GcbenchError as error:
+        return str(error)
+
+
+def assert_engines_agree(point: SweepPoint, index: int, seed: int = 0) -> None:
+    fast, event = outcome(point, index, "vectorised", seed), outcome(point, index, "event", seed)
+    if isinstance(fast, str) or isinstance(event, str):
+        assert fast == event
+        return
+    assert_frames_match(fast[0], event[0])
+    assert_frames_match(fast[1], event[1])
+
+
+POLICIES = st.one_of(
+    st.sampled_from(["wait_all", "decodable"]).map(lambda name: {"name": name}),
+    st.integers(1, 8).map(lambda k: {"name": "fastest_k", "k": k}),
+    st.sampled_from([0.33, 0.95, 1.7, 4.1]).map(lambda d: {"name": "deadline", "deadline": d}),
+).flatmap(lambda p: st.sampled_from(["wait", "approximate"]).map(lambda f: {**p, "fallback": f}))
+SCHEMES = st.sampled_from(
+    [("uncoded", 0), ("fr", 1), ("cr", 1), ("cr", 2), ("cyclic_mds", 1), ("ignore_stragglers", 2), ("cce_cr", 1)]
+)
+STRAGGLING = st.sampled_from(
+    [
+        {"model": "none"},
+        {"model": "independent", "probability": 0.2, "slowdown": 4.0},
+        {"model": "markov", "enter": 0.1, "leave": 0.3, "delay": 1.5},
+        {"model": "fixed", "workers": [0], "delay": 2.0, "delay_scaling": "load"},
+    ]
+)
+FAILURES = st.sampled_from(
+    [
+        {"model": "none"},
+        {"model": "crash", "probability": 0.1, "downtime": 0.8},
+        {"model": "crash", "probability": 0.15, "downtime": 3.0},
+        {"model": "crash", "rate": 0.05, "downtime": None},
+    ]
+)
+NETWORK = st.sampled_from(
+    [
+        {},
+        {"latency": 0.05},
+        {"latency": 0.01, "bandwidth": 2e8},
+        {"latency": 0.02, "bandwidth": 1e8, "shared_link": True},
+    ]
+)
+COMPUTE = st.sampled_from(
+    [
+        {"per_partition": {"distribution": "exponential", "rate": 2.0}},
+        {"per_partition": {"distribution": "shifted_exponential", "shift": 0.2, "rate": 5.0}, "load": "sum"},
+        {"per_partition": {"distribution": "pareto", "scale": 0.1, "shape": 2.5}},
+        {"per_partition": {"distribution": "deterministic", "value": 0.25}},  # ties: all arrive at once
+        # Tandon et al.'s model B: a per-iteration overhead the load does not scale
+        {
+            "per_partition": {"distribution": "deterministic", "value": 0.02},
+            "overhead": {"distribution": "exponential", "rate": 10.0},
+        },
+    ]
+)
+
+
+@st.composite
+def synchronous_points(draw) -> SweepPoint:
+    scheme, s = draw(SCHEMES)
+    compute = draw(COMPUTE)
+    data = {
+        "name": "engines",
+        "workers": draw(st.sampled_from([4, 6, 8])),
+        "iterations": draw(st.integers(3, 25)),
+        "compute": compute,
+        "straggling": draw(STRAGGLING),
+        "failures": draw(FAILURES),
+        "network": draw(NETWORK),
+        "stale_work": draw(st.sampled_from(["abandon", "finish"])),
+        "gradient": {"length": 1_000_000},
+        "variants": [{"scheme": scheme, "s": s, "policy": draw(POLICIES)}],
+    }
+    if compute["per_partition"]["distribution"] == "deterministic" and "overhead" not in compute:
+        # Equal times everywhere make events of different iterations coincide in exact arithmetic (a restart
+        # and an arrival, stale work and a new job), which the engines' different float sums (start plus
+        # cumulative stops, against absolute event times) then split. Within one iteration, ties are kept.
+        data.update(failures={"model": "none"}, stale_work="abandon")
+    try:
+        return SweepPoint({}, Scenario.model_validate(data))
+    except ValidationError:
+        return SweepPoint({}, Scenario.model_validate({**data, "variants": [{"scheme": "uncoded"}]}))
+
+
+def _point(**fields) -> SweepPoint:
+    data = {"name": "engines", "workers": 6, "iterations": 30, "gradient": {"length": 1_000_000}}
+    data["variants"] = [{"scheme": "uncoded"}]
+    data["compute"] = {"per_partition": {"distribution": "exponential", "rate": 2.0}}
+    return SweepPoint({}, Scenario.model_validate({**data, **fields}))
+
+
+@given(synchronous_points(), st.integers(0, 3))
+@example(  # a backlogged worker's crash under finish: its redo comes before the jobs queued behind it
+    _point(
+        stale_work="finish",
+        failures={"model": "crash", "probability": 0.1, "downtime": 0.7},
+        variants=[{"scheme": "cr", "s": 1, "policy": {"name": "deadline", "deadline": 1.5, "fallback": "approximate"}}],
+        iterations=60,
+    ),
+    0,
+)
+@example(  # a worker still down at the stop never starts that iteration's job (abandon)
+    _point(failures={"model": "crash", "probability": 0.2, "downtime": 3.0}, variants=[{"scheme": "fr", "s": 1}]),
+    1,
+)
+@example(  # the clock stands an ulp short of a restart scheduled for an absolute time: the worker is back then
+    _point(
+        workers=8,
+        iterations=10,
+        compute={"per_partition": {"distribution": "pareto", "scale": 0.1, "shape": 2.5}},
+        failures={"model": "crash", "probability": 0.15, "downtime": 3.0},
+        stale_work="finish",
+        variants=[{"scheme": "fr", "s": 1, "policy": {"name": "fastest_k", "k": 1}}],
+    ),
+    0,
+)
+def test_event_engine_gives_the_vectorised_tables(point, seed):
+    assert_engines_agree(point, 0, seed)
+
+
+ASYNC_POLICIES = [{"name": "k_async", "k": 3}, {"name": "k_batch_async", "k": 4}, {"name": "async"}]
+
+
+@given(
+    st.sampled_from(ASYNC_POLICIES),
+    STRAGGLING,
+    FAILURES,
+    NETWORK,
+    st.integers(0, 3),
+)
+def test_asynchronous_master_gives_the_calendar_engine_tables(policy, straggling, failures, network, seed):
+    point = _point(
+        variants=[{"scheme": "uncoded", "policy": policy}],
+        straggling=straggling,
+        failures=failures,
+        network=network,
+        iterations=40,
+    )
+    assert_asynchronous_engines_agree(point, 0, seed)
+
+
+def assert_asynchronous_engines_agree(point: SweepPoint, index: int, seed: int = 0) -> None:
+    scenario, variant = point.scenario, point.scenario.variants[index]
+    scheme = scheme_for(scenario, variant)
+    try:
+        reference = simulate_calendar(scenario, variant, scheme, seed)
+    except GcbenchError as error:
+        with pytest.raises(GcbenchError) as raised:
+            simulate_event(scenario, variant, scheme, seed)
+        assert str(raised.value) == str(error)
+        return
+    event = simulate_event(scenario, variant, scheme, seed)
+    loads = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)])
+    assert_frames_match(pd.DataFrame(reference.iteration_columns()), pd.DataFrame(event.iteration_columns()))
+    assert_frames_match(pd.DataFrame(reference.worker_columns(loads)), pd.DataFrame(event.worker_columns(loads)))
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_every_shipped_scenario_runs_the_same_on_both_engines(path):
+    for point in load_scenario(path):
+        point = SweepPoint(point.values, point.scenario.model_copy(update={"iterations": 40}))
+        for index, variant in enumerate(point.scenario.variants):
+            if variant.policy.synchronous:
+                assert_engines_agree(point, index)
+            else:
+                assert_asynchronous_engines_agree(point, index)
+
+
+def test_auto_takes_the_fast_path_only_for_synchronous_policies():
+    point = _point(variants=[{"scheme": "fr", "s": 1}, {"scheme": "uncoded", "policy": {"name": "k_async", "k": 2}}])
+    synchronous, asynchronous = point.scenario.variants
+    assert engine_for(point.scenario, synchronous) == "vectorised"
+    assert engine_for(point.scenario, asynchronous) == "event"
+    event = point.scenario.model_copy(update={"engine": "event"})
+    assert engine_for(event, synchronous) == "event"
+
+
+def test_the_vectorised_engine_refuses_an_asynchronous_policy():
+    point = _point(engine="vectorised", variants=[{"scheme": "uncoded", "policy": "async"}])
+    with pytest.raises(GcbenchError, match="engine: vectorised covers synchronous policies only"):
+        engine_for(point.scenario, point.scenario.variants[0])
+
+
+def simpy_cluster(point: SweepPoint, seed: int = 0) -> SimPyCluster:
+    scenario, variant = point.scenario, point.scenario.variants[0]
+    scheme = scheme_for(scenario, variant)
+    return SimPyCluster(scenario, scheme, draw_run(scenario, scheme, seed), link_per_job=True)
+
+
+def test_messages_reaching_the_shared_link_at_once_queue_in_worker_order():
+    """As the fast path's stable sort has it, whatever order their jobs were submitted in."""
+    point = _point(
+        compute={"per_partition": {"distribution": "deterministic", "value": 0.5}},
+        network={"latency": 0.0, "bandwidth": 4e7, "shared_link": True},  # 0.1 s per message
+    )
+    cluster = simpy_cluster(point)
+    for w in (2, 1, 0):
+        cluster.submit(w, 0, 0, False)
+    arrivals = [cluster.next_event(float("inf")) for _ in range(3)]
+    assert [event.worker for event in arrivals] == [0, 1, 2]
+    assert [event.at for event in arrivals] == pytest.approx([0.6, 0.7, 0.8])
+
+
+def test_a_crash_fails_at_once_and_restarts_after_the_downtime():
+    point = _point(failures={"model": "crash", "probability": 0.1, "downtime": 2.0})
+    cluster = simpy_cluster(point)
+    job = cluster.submit(3, 0, 0, True)
+    assert cluster.down(3) and not cluster.in_flight((0,))
+    failure, restart = cluster.next_event(float("inf")), cluster.next_event(float("inf"))
+    assert isinstance(failure, Failure) and failure.job is job and failure.at == 0.0
+    assert isinstance(restart, Restart) and restart.at == 2.0 and not cluster.down(3)
+
+
+def test_next_event_stops_the_clock_at_until_when_nothing_comes_before():
+    cluster = simpy_cluster(_point(compute={"per_partition": {"distribution": "deterministic", "value": 1.0}}))
+    cluster.submit(0, 0, 0, False)
+    assert cluster.next_event(0.4) is None and cluster.now == 0.4
+    result = cluster.next_event(1.0)  # an event exactly at until is taken
+    assert isinstance(result, Result) and result.at == 1.0 and cluster.now == 1.0
+
+
+def test_a_job_abandoned_before_it_began_never_reports():
+    point = _point(compute={"per_partition": {"distribution": "deterministic", "value": 1.0}})
+    cluster = simpy_cluster(point)
+    cluster.submit(0, 0, 0, False)
+    queued = cluster.submit(0, 1, 1, False)  # waits behind job 0 until t = 1
+    cluster.abandon([queued])
+    events = cluster.drain(float("inf"))
+    assert [(event.job.job, event.abandoned) for event in events] == [(0, False)]
+    assert "simpy" in available_clusters()
+
+
+def test_the_architecture_docs_example_adds_a_behaviour_as_a_simpy_process():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    code = text.split("## Adding a behaviour as a SimPy process", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    exec(code, namespace)  # the documented example, as written
+    point = _point(
+        compute={"per_partition": {"distribution": "deterministic", "value": 1.0}},
+        variants=[{"scheme": "uncoded", "policy": "wait_all"}],
+        iterations=10,
+    )
+    scenario, variant = point.scenario, point.scenario.variants[0]
+    rec = simulate_event(scenario, variant, scheme_for(scenario, variant), 0, cluster_class=namespace["WarmingUp"])
+    assert rec.duration.tolist() == [1.0] * 5 + [2.0] * 5
