@@ -23,7 +23,7 @@ from collections.abc import Iterable
 import simpy
 
 from gcbench.cluster import Cluster, Event, Failure, Job, Restart, Result, register_cluster
-from gcbench.scenario.draws import RunDraws, message_bytes
+from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 
 INF = float("inf")
 
@@ -82,6 +82,11 @@ class SimPyCluster(Cluster):
         self.abandoned: dict[Job, float] = {}  # -> when (a job abandoned before it began never runs)
         self.events: deque[Event] = deque()
 
+    @classmethod
+    def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True) -> SimPyCluster:
+        """Fed by the run's seeded draws; a synchronous run gives each iteration's messages a link of their own."""
+        return cls(scenario, scheme, draw_run(scenario, scheme, seed), link_per_job=synchronous)
+
     @property
     def now(self) -> float:
         return self.env.now
@@ -101,6 +106,8 @@ class SimPyCluster(Cluster):
         now = env.now
         begin = max(now, self.free_at[worker], self.down_until[worker])
         handle = Job(worker, job, row, now, crash)
+        if worker in self._dead:
+            return handle  # crashed for good: the job never runs, and nothing waits for it
         if crash:
             self._crash(handle, begin)
             return handle
@@ -211,4 +218,15 @@ class SimPyCluster(Cluster):
         return events
 
     def shutdown(self) -> None:
-        """Nothing runs outside the environment."""
+        """Stop every worker: no job, message or restart is pending any more, and the link processes end."""
+        self.jobs.clear()
+        self.abandoned.clear()
+        self.events.clear()
+        self.links.clear()
+        self.env._queue.clear()  # SimPy cannot cancel a scheduled event; an emptied calendar has none
+
+    def leftovers(self) -> list[str]:
+        """Jobs in flight, events not yet taken, and SimPy events still scheduled (a process waits on one)."""
+        counts = {"jobs in flight": len(self.jobs), "events not taken": len(self.events)}
+        counts["scheduled SimPy events"] = len(self.env._queue)
+        return [f"{count} {what}" for what, count in counts.items() if count]
