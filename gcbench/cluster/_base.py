@@ -12,7 +12,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gcbench.coding import Scheme
+    from gcbench.scenario.schema import Scenario
 
 
 @dataclass(eq=False, slots=True)  # not frozen: a frozen init costs a microsecond per job
@@ -67,6 +71,13 @@ class Cluster(ABC):
 
     n: int
 
+    @classmethod
+    def from_scenario(cls, scenario: Scenario, scheme: Scheme, seed: int, synchronous: bool = True) -> Cluster:
+        """The scenario's workers for one seed (the simulator draws their times from it, a real backend its
+        injected straggling); ``synchronous``: the master runs a synchronous policy. The conformance suite
+        builds every registered cluster this way."""
+        raise NotImplementedError(f"{cls.__name__} cannot be built from a scenario yet")
+
     @property
     @abstractmethod
     def now(self) -> float:
@@ -84,7 +95,11 @@ class Cluster(ABC):
 
     @abstractmethod
     def next_event(self, until: float) -> Event | None:
-        """The next event at or before time ``until``; None (the clock at ``until``) when there is none."""
+        """The next event at or before time ``until``; None (the clock at ``until``) when there is none.
+
+        A wait that cannot be satisfied ends at ``until``: a virtual clock jumps there, a wall clock waits no
+        longer. With ``until`` infinite it returns None at once when nothing is in flight (the master then
+        reports that the run can never finish); a wall-clock backend never blocks forever."""
 
     @abstractmethod
     def abandon(self, jobs: Iterable[Job]) -> None:
@@ -112,7 +127,12 @@ class Cluster(ABC):
         """The events of work still in flight (late results, reporting timings), for at most ``seconds``."""
 
     def shutdown(self) -> None:  # noqa: B027  (a simulated cluster holds no process)
-        """Stop every worker; no process is left behind."""
+        """Stop every worker; no process is left behind (``leftovers()`` is empty afterwards)."""
+
+    @abstractmethod
+    def leftovers(self) -> list[str]:
+        """What still runs behind this cluster, one line each: worker processes, pending events, jobs in
+        flight. Empty after ``shutdown()``; the conformance suite checks it."""
 
 
 _CLUSTERS: dict[str, type[Cluster]] = {}

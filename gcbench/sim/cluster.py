@@ -3,14 +3,16 @@
 Each job's compute time, straggling and crash come from the run's seeded draws
 (row ``row`` of ``draw_run``), its upload from the network model: latency, then
 bandwidth, through the master's ingress link when it is shared. The shared link
-is a SimPy ``Resource`` of capacity one (FIFO). A synchronous run gives each
+is a FIFO server: a SimPy process (``Link``) that sends the messages queued on
+it one at a time, in the order they reached it. A synchronous run gives each
 iteration's messages a link of their own, as the fast path does (messages of a
 finished iteration never delay the next one's); an asynchronous run has one.
 
-A job is one SimPy timeout (two with a shared link: reaching the link, and
-leaving it), whose callback queues the event for ``next_event``; the master
-running on this cluster is the simulator's event engine. Virtual time only
-moves inside ``next_event``, which steps the environment to the next event.
+A job is one SimPy event whose callback queues its result for ``next_event``
+(with a shared link: reaching the link, then the link process's timeout for its
+transfer); the master running on this cluster is the simulator's event engine.
+Virtual time only moves inside ``next_event``, which steps the environment to
+the next event.
 """
 
 from __future__ import annotations
@@ -21,9 +23,42 @@ from collections.abc import Iterable
 import simpy
 
 from gcbench.cluster import Cluster, Event, Failure, Job, Restart, Result, register_cluster
-from gcbench.scenario.draws import RunDraws, message_bytes
+from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 
 INF = float("inf")
+
+
+class Link:
+    """The master's ingress link: a SimPy process that sends its queued messages one at a time, first come
+    first served, each holding the link for ``transfer`` seconds. The process runs while messages wait
+    and ends when the queue is empty.
+
+    This is the server a capacity-one ``simpy.Resource`` models, at half the events: a Resource costs a
+    message four (reaching the link, the request granted, the transfer, the release), this link two
+    (reaching it, the transfer), plus the process's start when the link was idle."""
+
+    def __init__(self, env: simpy.Environment, transfer: float, sent, key=0) -> None:
+        self.env, self.transfer, self.sent, self.key = env, transfer, sent, key
+        self.queue: deque = deque()
+        self.busy = False
+
+    def put(self, message) -> None:
+        """A message (job, compute start, compute end) reaches the link now."""
+        self.queue.append(message)
+        if not self.busy:
+            self.busy = True
+            self.env.process(self.serve())
+
+    def serve(self):
+        env, queue, transfer = self.env, self.queue, self.transfer
+        while True:
+            job, begin, ready = queue.popleft()
+            yield env.timeout(transfer)
+            last = not queue
+            self.busy = not last  # (before delivering: a message the delivery causes starts a new process)
+            self.sent(self, Result(job, env.now, begin, ready))
+            if last:
+                return
 
 
 @register_cluster("simpy")
@@ -47,6 +82,11 @@ class SimPyCluster(Cluster):
         self.abandoned: dict[Job, float] = {}  # -> when (a job abandoned before it began never runs)
         self.events: deque[Event] = deque()
 
+    @classmethod
+    def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True) -> SimPyCluster:
+        """Fed by the run's seeded draws; a synchronous run gives each iteration's messages a link of their own."""
+        return cls(scenario, scheme, draw_run(scenario, scheme, seed), link_per_job=synchronous)
+
     @property
     def now(self) -> float:
         return self.env.now
@@ -66,6 +106,8 @@ class SimPyCluster(Cluster):
         now = env.now
         begin = max(now, self.free_at[worker], self.down_until[worker])
         handle = Job(worker, job, row, now, crash)
+        if worker in self._dead:
+            return handle  # crashed for good: the job never runs, and nothing waits for it
         if crash:
             self._crash(handle, begin)
             return handle
@@ -110,7 +152,9 @@ class SimPyCluster(Cluster):
         event.callbacks.append(callback)
 
     def _queue(self, event: simpy.Event) -> None:
-        result = event._value
+        self._queue_result(event._value)
+
+    def _queue_result(self, result: Event) -> None:
         if type(result) is Restart:
             w = result.worker
             if self.down_until[w] == result.at:  # (not a later crash's): the clock may stand an ulp short of it
@@ -129,25 +173,13 @@ class SimPyCluster(Cluster):
         key = job.job if self.link_per_job else 0
         link = self.links.get(key)
         if link is None:
-            link = self.links[key] = simpy.Resource(self.env, capacity=1)
-        request = link.request()
-        request.message = (link, key, job, begin, ready)  # (attributes, not a closure: a result costs less)
-        request.callbacks.append(self._send)
+            link = self.links[key] = Link(self.env, self.transfer, self._sent, key)
+        link.put((job, begin, ready))
 
-    def _send(self, request: simpy.Event) -> None:
-        """The link is ours: hold it for the transfer, then release it and deliver."""
-        link, key, job, begin, ready = request.message
-        sent = self.env.timeout(self.transfer, Result(job, self.env.now + self.transfer, begin, ready))
-        sent.request = request
-        sent.callbacks.append(self._sent)
-
-    def _sent(self, event: simpy.Event) -> None:
-        request = event.request
-        link, key = request.message[:2]
-        link.release(request)
-        if self.link_per_job and not link.users and not link.queue:
-            del self.links[key]  # an iteration's link, idle for good once its messages are through
-        self._queue(event)
+    def _sent(self, link: Link, result: Result) -> None:
+        if self.link_per_job and not link.busy:
+            del self.links[link.key]  # an iteration's link, idle for good once its messages are through
+        self._queue_result(result)
 
     def next_event(self, until: float) -> Event | None:
         events, env = self.events, self.env
@@ -186,4 +218,15 @@ class SimPyCluster(Cluster):
         return events
 
     def shutdown(self) -> None:
-        """Nothing runs outside the environment."""
+        """Stop every worker: no job, message or restart is pending any more, and the link processes end."""
+        self.jobs.clear()
+        self.abandoned.clear()
+        self.events.clear()
+        self.links.clear()
+        self.env._queue.clear()  # SimPy cannot cancel a scheduled event; an emptied calendar has none
+
+    def leftovers(self) -> list[str]:
+        """Jobs in flight, events not yet taken, and SimPy events still scheduled (a process waits on one)."""
+        counts = {"jobs in flight": len(self.jobs), "events not taken": len(self.events)}
+        counts["scheduled SimPy events"] = len(self.env._queue)
+        return [f"{count} {what}" for what, count in counts.items() if count]

@@ -1,7 +1,11 @@
-"""The conformance suite every registered scheme passes (like scikit-learn's estimator checks).
+"""The conformance suites every registered scheme and every registered cluster pass (like scikit-learn's
+estimator checks).
 
 Each scheme declares its own test parameters (``valid_parameter_sets``,
-``hypothesis_max_n``); the suite reads them from the registry.
+``hypothesis_max_n``); the suite reads them from the registry. Cluster backends
+have theirs in one table (``cluster_parameters.py``), with their known
+exceptions; the cluster checks (``gcbench.testing.cluster_checks``, imported on their own: they
+bring in the master) use the protocol only.
 """
 
 from gcbench.testing.scheme_checks import (

@@ -1,0 +1,84 @@
+"""The cluster conformance suite (gcbench/testing/cluster_checks.py) on every registered cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from gcbench.cluster import Failure, Job
+from gcbench.testing.cluster_checks import cluster_checks, registered_clusters
+from gcbench.testing.cluster_parameters import CLUSTER_TEST_PARAMETERS
+
+CASES = [(name, check, reason) for name in registered_clusters() for check, reason in cluster_checks(name)]
+
+
+@pytest.mark.parametrize(
+    ("name", "check", "reason"), CASES, ids=[f"{name}-{check.__name__}" for name, check, _ in CASES]
+)
+def test_every_registered_cluster_passes_the_conformance_suite(name, check, reason):
+    if reason is not None:
+        pytest.skip(f"{name} is excused from {check.__name__}: {reason}")
+    check(name)
+
+
+def test_every_registered_cluster_has_test_parameters():
+    assert set(registered_clusters()) <= set(CLUSTER_TEST_PARAMETERS)
+    assert "simpy" in registered_clusters()
+
+
+def test_every_known_exception_gives_its_reason():
+    for name, parameters in CLUSTER_TEST_PARAMETERS.items():
+        for check, reason in parameters.known_exceptions.items():
+            assert reason.strip(), f"{name} is excused from {check} without a reason"
+
+
+class Lingering:
+    """A cluster that forgets to stop: the shutdown check must see what it leaves."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+
+    def __getattr__(self, attribute):
+        return getattr(self.cluster, attribute)
+
+    def shutdown(self):
+        pass
+
+
+def test_the_shutdown_check_fails_for_a_cluster_that_leaves_work_behind(monkeypatch):
+    from gcbench.testing import cluster_checks as checks
+
+    build = checks.build_cluster
+    monkeypatch.setattr(checks, "build_cluster", lambda name, **fields: Lingering(build(name, **fields)))
+    with pytest.raises(AssertionError, match="left behind after shutdown"):
+        checks.check_shutdown_leaves_nothing_running("simpy")
+
+
+def test_the_dead_worker_check_fails_for_a_job_that_claims_to_run_on_a_dead_worker(monkeypatch):
+    from gcbench.testing import cluster_checks as checks
+
+    build = checks.build_cluster
+
+    def claiming(name, **fields):
+        cluster = build(name, **fields)
+        cluster.in_flight = lambda job_ids: True
+        return cluster
+
+    monkeypatch.setattr(checks, "build_cluster", claiming)
+    with pytest.raises(AssertionError, match="dead worker claims"):
+        checks.check_dead_worker_stays_dead("simpy")
+
+
+def test_the_simpy_cluster_runs_no_job_sent_to_a_dead_worker_and_shuts_down_clean():
+    """What the suite found in the SimPy cluster: such a job sat in flight forever (an event at infinity),
+    and shutdown left every scheduled event behind."""
+    from gcbench.testing.cluster_checks import build_cluster, crashes
+
+    cluster = build_cluster("simpy", **crashes(None))
+    cluster.submit(0, 0, 0, True)
+    assert type(cluster.next_event(1.0)) is Failure
+    job = cluster.submit(0, 1, 1, False)
+    assert isinstance(job, Job) and cluster.running((1,)) == [] and cluster.leftovers() == []
+    cluster.submit(1, 2, 2, False)
+    assert cluster.leftovers()
+    cluster.shutdown()
+    assert cluster.leftovers() == [] and cluster.next_event(float("inf")) is None
