@@ -92,3 +92,22 @@ def test_softmax_learns_the_synthetic_classes():
         batch = sampler.batch(t)
         flat.step(partition_gradient(model, DATA.train_images[batch], DATA.train_labels[batch], 64, CPU)[0])
     assert evaluate_master(model, DATA, 64) > 0.5
+
+
+def test_gcbench_run_trains_softmax_on_the_local_backend(tmp_path):
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
+    from gcbench.results import read_results
+
+    path = tmp_path / "tiny.yaml"
+    path.write_text(
+        "name: tiny\nworkers: 4\niterations: 3\ncompute: {per_partition: {distribution: exponential, rate: 10}}\n"
+        "variants: [{scheme: uncoded}]\ntraining: {dataset: synthetic, batch_size: 32, eval_every: 3, device: cpu}\n"
+    )
+    out = tmp_path / "local"
+    result = CliRunner().invoke(app, ["run", str(path), "--backend", "local", "--model", "softmax", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    iterations, _, meta = read_results(out)
+    assert meta["scenario"]["training"]["model"] == "softmax"
+    assert len(iterations) == 3 and iterations["loss"].notna().all() and iterations["accuracy"].notna().sum() == 1
