@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gcbench.real.models import build_model
-from gcbench.real.runner import load_data, run_variant, start_ray
+from gcbench.real.runner import run_variant, start_ray
 from gcbench.scenario import load_scenario
 from gcbench.scenario.schema import Scenario
+from gcbench.training.data import load_data
+from gcbench.training.models import build_model
 
 
 def overhead(iterations: pd.DataFrame, workers: pd.DataFrame) -> np.ndarray:

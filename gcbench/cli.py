@@ -207,7 +207,9 @@ def run(
     iterations: Annotated[int | None, typer.Option("--iterations", min=1, help="Override the scenario's.")] = None,
     batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Global mini-batch size.")] = None,
     lr: Annotated[float | None, typer.Option("--lr", help="Learning rate.")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="small_cnn or resnet18.")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="small_cnn, resnet18, or softmax (cheap, for sweeps).")
+    ] = None,
     dataset: Annotated[str | None, typer.Option("--dataset", help="cifar10 or synthetic.")] = None,
     data_dir: Annotated[str | None, typer.Option("--data-dir", help="A local CIFAR-10 copy.")] = None,
     device: Annotated[str | None, typer.Option("--device", help="auto, cpu, cuda or cuda:N.")] = None,

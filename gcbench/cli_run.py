@@ -28,7 +28,7 @@ def run_real(
     choose: dict[str, str | None] | None = None,
 ) -> Path:
     """A new real run of the scenario file, or (``resume``) the rest of an interrupted one."""
-    from gcbench.real.requirements import check_device
+    from gcbench.training.device import check_device
 
     if resume is not None:
         meta = read_run_json(resume)
@@ -92,8 +92,9 @@ def _start(scenario: Scenario, backend: str, out: Path, address, meta: dict, con
     """The session, ready to train: data loaded, checkpoints checked, Ray started (SIGTERM handled after it);
     None if there is nothing left to do."""
     from gcbench.cli_progress import RunProgress
-    from gcbench.real.runner import load_data, start_ray
+    from gcbench.real.runner import start_ray
     from gcbench.real.session import Session, build_runs
+    from gcbench.training.data import load_data
 
     data = load_data(scenario)
     runs = build_runs(scenario, backend, data, out)  # checks the checkpoints before anything starts

@@ -16,10 +16,10 @@ import pytest
 import torch
 
 from gcbench.real.cluster import ClusterStuck
-from gcbench.real.data import synthetic
-from gcbench.real.gradients import FlatModel
 from gcbench.real.master import Step
-from gcbench.real.models import build_model
+from gcbench.training.data import synthetic
+from gcbench.training.gradients import FlatModel
+from gcbench.training.models import build_model
 
 DATA = synthetic(train=256, test=64)
 
@@ -82,12 +82,13 @@ def patch_ray(monkeypatch: pytest.MonkeyPatch) -> type[FakeMaster]:
     """Put FakeMaster in Ray's place (and small synthetic data in the scenario's)."""
     import gcbench.real.runner as runner
     import gcbench.real.variant as variant
+    import gcbench.training.data as data
 
     FakeMaster.log, FakeMaster.events = [], {}
     monkeypatch.setattr(variant, "master_for", FakeMaster)
     monkeypatch.setattr(variant, "master_threads", lambda workers: 1)
     monkeypatch.setattr(runner, "start_ray", lambda address: None)
-    monkeypatch.setattr(runner, "load_data", lambda scenario: DATA)
+    monkeypatch.setattr(data, "load_data", lambda scenario: DATA)
     return FakeMaster
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import torch
 
-from gcbench.real.data import synthetic
-from gcbench.real.gradients import flat_parameters, load_flat_parameters, partition_gradient
 from gcbench.real.master import RayMaster
-from gcbench.real.models import build_model
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.schema import Scenario
+from gcbench.training.data import synthetic
+from gcbench.training.gradients import flat_parameters, load_flat_parameters, partition_gradient
+from gcbench.training.models import build_model
 
 DATA = synthetic(train=512, test=64)
 

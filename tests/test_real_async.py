@@ -9,8 +9,8 @@ torch = pytest.importorskip("torch", reason="torch is part of the [real] extra")
 ray = pytest.importorskip("ray", reason="ray is part of the [real] extra")
 
 from gcbench.real.asynchronous import AsyncRayMaster  # noqa: E402
-from gcbench.real.gradients import load_flat_parameters, partition_gradient  # noqa: E402
-from gcbench.real.models import build_model  # noqa: E402
+from gcbench.training.gradients import load_flat_parameters, partition_gradient  # noqa: E402
+from gcbench.training.models import build_model  # noqa: E402
 
 from realhelpers import DATA, current_weights, make_master, relative_error, scenario  # noqa: E402
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from gcbench.cli import app
 from gcbench.errors import GcbenchError
-from gcbench.real.data import cifar10
+from gcbench.training.data import cifar10
 
 FILES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
 

@@ -14,8 +14,8 @@ OVERHEAD = {"distribution": "exponential", "rate": 5.0}
 
 def test_a_worker_sleeps_its_overhead_after_computing_and_reports_it_as_injected():
     """In process (no Ray): the delay a job sleeps is straggling's penalty plus the overhead the master sent."""
-    from gcbench.real.batches import PartitionSampler
     from gcbench.real.worker import GradientWorker
+    from gcbench.training.batches import PartitionSampler
 
     sc = scenario({"scheme": "fr", "s": 1})
     setup = {
@@ -28,7 +28,7 @@ def test_a_worker_sleeps_its_overhead_after_computing_and_reports_it_as_injected
     setup |= {"batch_size": 32, "straggling": sc.straggling}
     worker = GradientWorker(0, {"name": "fr", "n": 4, "s": 1, "params": {}}, setup)
     sampler = PartitionSampler(len(DATA.train_labels), 4, 32, 0)
-    shards = [(DATA.train_images[s], DATA.train_labels[s], int(s[0])) for s in sampler.shards]
+    shards = sampler.shard_data(DATA.train_images, DATA.train_labels)
     worker.shards = {j: shards[j] for j in worker.scheme.partitions(0)}
     weights = worker.flat.numpy().copy()
     result = worker.compute(0, weights, straggling=False, overhead=0.3)

@@ -48,7 +48,7 @@ def test_decoded_gradient_equals_the_single_process_gradient(variant):
 
 
 def test_resnet18_decodes_exactly_and_the_master_evaluates_with_calibrated_batch_norm():
-    from gcbench.real.runner import evaluate_master
+    from gcbench.training.evaluation import evaluate_master
 
     sc = scenario({"scheme": "fr", "s": 1}, workers=2, training={"model": "resnet18", "batch_size": 8})
     master = make_master(sc)
@@ -150,7 +150,7 @@ def test_gcbench_run_refuses_what_it_cannot_do(tmp_path):
     missing = CliRunner().invoke(app, ["run", "scenarios/cifar10.yaml", "--data-dir", str(tmp_path / "none")])
     assert missing.exit_code == 2 and "does not exist" in missing.output
     for options, message in [
-        (["--model", "vgg"], "training.model: Input should be 'small_cnn' or 'resnet18'"),
+        (["--model", "vgg"], "training.model: Input should be 'small_cnn', 'resnet18' or 'softmax'"),
         (["--lr", "-1"], "training.learning_rate: Input should be greater than 0"),
         (["--device", "tpu"], "training.device: must be auto, cpu, cuda or cuda:N, not 'tpu'"),
         (["--batch-size", "6"], "training.batch_size (6) must be a multiple of the 4 data partitions"),

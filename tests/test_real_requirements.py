@@ -64,12 +64,13 @@ def no_ray_no_data(monkeypatch):
     """Fail the test if the run reads data or starts Ray."""
     pytest.importorskip("torch", reason="torch is part of the [real] extra")
     import gcbench.real.runner as runner
+    import gcbench.training.data as data
 
     def forbidden(*args, **kwargs):
         raise AssertionError("the run went on past the device check")
 
     monkeypatch.setattr(runner, "start_ray", forbidden)
-    monkeypatch.setattr(runner, "load_data", forbidden)
+    monkeypatch.setattr(data, "load_data", forbidden)
 
 
 def test_device_cuda_without_cuda_is_refused_before_the_data_is_read_and_ray_starts(monkeypatch, no_ray_no_data):

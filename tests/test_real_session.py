@@ -164,12 +164,12 @@ def test_ctrl_c_before_any_checkpoint_says_a_resume_starts_from_zero(tmp_path, f
 
 
 def test_ctrl_c_before_training_began_says_nothing_was_written(tmp_path, fake_ray, monkeypatch):
-    import gcbench.real.runner as runner
+    import gcbench.training.data as data
 
     def interrupted(scenario):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "load_data", interrupted)
+    monkeypatch.setattr(data, "load_data", interrupted)
     done, out = new_run(tmp_path)
     assert done.exit_code == 130, done.output
     assert done.output.strip() == f"interrupted (SIGINT) before training began; nothing was written to {out}."

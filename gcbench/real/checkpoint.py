@@ -107,8 +107,8 @@ def _row_iteration(row: Any, types: dict[str, tuple]) -> int | None:
 
 def _state_problem(state: dict, scenario, data) -> str | None:
     """Whether the model, optimizer and RNG states load into this scenario's model, and a step runs on them."""
-    from gcbench.real.gradients import FlatModel
-    from gcbench.real.models import build_model
+    from gcbench.training.gradients import FlatModel
+    from gcbench.training.models import build_model
 
     rng = torch.get_rng_state()
     training = scenario.training

@@ -9,11 +9,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from gcbench.real.batches import PartitionSampler
-from gcbench.real.data import Dataset
-from gcbench.real.gradients import FlatModel, evaluate, partition_gradient
-from gcbench.real.models import build_model
 from gcbench.scenario.schema import Training
+from gcbench.training.batches import PartitionSampler
+from gcbench.training.data import Dataset
+from gcbench.training.evaluation import evaluate
+from gcbench.training.gradients import FlatModel, partition_gradient
+from gcbench.training.models import build_model
 
 
 def train_local(

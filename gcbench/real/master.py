@@ -15,13 +15,13 @@ import numpy as np
 import torch
 
 from gcbench.coding import Scheme
-from gcbench.real.batches import PartitionSampler
 from gcbench.real.cluster import ClusterStuck, Event, WorkerCluster
-from gcbench.real.data import Dataset
-from gcbench.real.gradients import FlatModel
-from gcbench.real.models import build_model
 from gcbench.scenario.draws import draw_run
 from gcbench.scenario.schema import Scenario, Variant
+from gcbench.training.batches import PartitionSampler
+from gcbench.training.data import Dataset
+from gcbench.training.gradients import FlatModel
+from gcbench.training.models import build_model
 
 __all__ = ["ClusterStuck", "RayMaster", "Step"]
 
@@ -64,7 +64,7 @@ class RayMaster:
         draws = draw_run(scenario, scheme, seed)  # the simulator's streams
         self.straggling, self.crash, self.overhead = draws.straggling, draws.crash, draws.overhead
         self.d = int(sum(p.numel() for p in self.model.parameters()))
-        shards = [ray.put((data.train_images[s], data.train_labels[s], int(s[0]))) for s in self.sampler.shards]
+        shards = [ray.put(shard) for shard in self.sampler.shard_data(data.train_images, data.train_labels)]
         setup = {
             "device": device, "model": training.model, "classes": data.classes, "seed": seed,
             "samples": len(data.train_labels), "batch_size": training.batch_size, "straggling": scenario.straggling,

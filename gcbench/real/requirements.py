@@ -1,4 +1,4 @@
-"""What real mode needs from this machine: the [real] extra installed, and CUDA where a run asks for it.
+"""What real mode needs from this machine: the [real] extra installed (the device: gcbench.training.device).
 
 Both are checked before a real run does anything else (reading data, starting
 Ray), so a missing piece costs one sentence instead of a traceback or a Ray
@@ -35,20 +35,4 @@ def require_real_extra() -> None:
         raise GcbenchError(
             f"real runs need the [real] extra ({', '.join(missing)} cannot be imported): install it with {INSTALL}, "
             "or simulate with --sim."
-        )
-
-
-def check_device(name: str) -> None:
-    """Refuse a CUDA device this machine does not have ('auto' and 'cpu' always work)."""
-    if not name.startswith("cuda"):
-        return
-    import torch
-
-    if not torch.cuda.is_available():
-        raise GcbenchError(f"training.device: {name} was asked for, but CUDA is not available here; use cpu or auto.")
-    count, index = torch.cuda.device_count(), int(name.partition(":")[2] or 0)
-    if index >= count:
-        raise GcbenchError(
-            f"training.device: {name} was asked for, but this machine has {count} CUDA device(s): "
-            f"cuda:0 to cuda:{count - 1}."
         )

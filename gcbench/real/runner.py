@@ -9,21 +9,13 @@ from pathlib import Path
 import pandas as pd
 
 from gcbench.errors import GcbenchError
-from gcbench.real.data import DEFAULT_CACHE, Dataset, cifar10, synthetic
 from gcbench.real.local import train_local
-from gcbench.real.models import resolve_device
-from gcbench.real.variant import VariantRun, VariantStopped, evaluate_master
+from gcbench.real.variant import VariantRun, VariantStopped
 from gcbench.scenario.schema import Scenario, Variant
+from gcbench.training.data import Dataset
+from gcbench.training.device import resolve_device
 
-__all__ = ["VariantStopped", "evaluate_master", "load_data", "run_local", "run_variant", "start_ray"]
-
-
-def load_data(scenario: Scenario) -> Dataset:
-    training = scenario.training
-    if training.dataset == "synthetic":
-        return synthetic()
-    cache = Path(training.cache_dir) if training.cache_dir else DEFAULT_CACHE
-    return cifar10(Path(training.data_dir) if training.data_dir else None, cache)
+__all__ = ["VariantStopped", "run_local", "run_variant", "start_ray"]
 
 
 LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # 0: Ray's node address is 127.0.0.1, as on macOS and Windows

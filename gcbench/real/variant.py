@@ -21,12 +21,12 @@ import torch
 
 from gcbench.errors import GcbenchError
 from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
-from gcbench.real.data import Dataset
-from gcbench.real.gradients import evaluate, recalibrate_batch_norm
 from gcbench.real.master import Step
-from gcbench.real.models import resolve_device
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.schema import Scenario
+from gcbench.training.data import Dataset
+from gcbench.training.device import resolve_device
+from gcbench.training.evaluation import evaluate_master
 
 # (iterations done, loss, test accuracy or NaN) after each iteration
 OnIteration = Callable[[int, float, float], None]
@@ -141,13 +141,6 @@ class VariantRun:
 
 
 EVALUATION_THREADS = torch.get_num_threads()  # the evaluation uses every core; the master's step fewer
-
-
-def evaluate_master(model: torch.nn.Module, data: Dataset, batch_size: int) -> float:
-    """Test accuracy of the master's model (on the CPU), with its BatchNorm statistics set first."""
-    cpu = torch.device("cpu")
-    recalibrate_batch_norm(model, data.train_images, cpu, chunk=batch_size)
-    return evaluate(model, data.test_images, data.test_labels, cpu)
 
 
 def master_threads(workers: int) -> int:

@@ -25,9 +25,9 @@ import numpy as np
 import torch
 
 from gcbench.coding import make_scheme
-from gcbench.real.batches import PartitionSampler
-from gcbench.real.gradients import partition_gradient, share_flat_storage
-from gcbench.real.models import build_model
+from gcbench.training.batches import PartitionSampler
+from gcbench.training.gradients import shard_gradient, share_flat_storage
+from gcbench.training.models import build_model
 
 SLEEP_SLICE = 0.005  # seconds between abandonment checks while sleeping an injected delay
 CRASH_EXIT_CODE = 70  # the exit status of a worker the failure model crashes
@@ -98,11 +98,7 @@ class GradientWorker:
         for j in self.scheme.partitions(self.worker):
             if self.abandon_below > iteration:
                 return self._abandoned(result, 0.0)
-            images, labels, offset = self.shards[j]
-            local = self.sampler.indices(batch, j) - offset
-            grads[j], losses[j] = partition_gradient(
-                self.model, images[local], labels[local], self.sampler.batch_size, self.device
-            )
+            grads[j], losses[j] = shard_gradient(self.model, self.shards[j], self.sampler, batch, j, self.device)
         computed = time.time()
         messages = [m.cpu().numpy() for m in self.scheme.encode(self.worker, grads)]
         load = np.array([len(grads)], dtype=float)

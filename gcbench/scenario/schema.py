@@ -92,7 +92,7 @@ class Training(Config):
     dataset: Literal["cifar10", "synthetic"] = "cifar10"
     data_dir: str | None = None
     cache_dir: str | None = None
-    model: Literal["small_cnn", "resnet18"] = "small_cnn"
+    model: Literal["small_cnn", "resnet18", "softmax"] = "small_cnn"  # gcbench.training.models.MODELS
     batch_size: PositiveInt = 256
     learning_rate: Annotated[float, Field(gt=0)] = 0.05
     momentum: Annotated[float, Field(ge=0, lt=1)] = 0.9

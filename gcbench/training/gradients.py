@@ -1,4 +1,4 @@
-"""Per-partition gradients of a model as flat vectors, and applying a flat gradient.
+"""Per-partition gradients of a model as flat vectors, and applying a flat gradient (the flat model).
 
 Each partition's loss is summed over its samples and divided by the global batch
 size, so the sum of all partition gradients is exactly the mini-batch gradient
@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
+
+from gcbench.training.batches import PartitionSampler, Shard
 
 MEAN = torch.tensor([0.4914, 0.4822, 0.4465]).view(1, 3, 1, 1)
 STD = torch.tensor([0.2470, 0.2435, 0.2616]).view(1, 3, 1, 1)
@@ -45,6 +47,15 @@ def partition_gradient(
     return grad.detach(), float(loss.detach())
 
 
+def shard_gradient(
+    model: nn.Module, shard: Shard, sampler: PartitionSampler, batch: int, partition: int, device: torch.device
+) -> tuple[torch.Tensor, float]:
+    """A worker's job for one partition: its gradient on mini-batch ``batch`` from the shard the worker holds."""
+    images, labels, offset = shard
+    rows = sampler.indices(batch, partition) - offset
+    return partition_gradient(model, images[rows], labels[rows], sampler.batch_size, device)
+
+
 def share_flat_storage(model: nn.Module) -> torch.Tensor:
     """Make the model's parameters views of one new flat tensor (holding their values) and return it."""
     flat = flat_parameters(model).clone()
@@ -78,43 +89,3 @@ class FlatModel:
     def weights(self) -> np.ndarray:
         """The current weights as one numpy vector (a view: publish it before the next step)."""
         return self.flat.detach().cpu().numpy()
-
-
-@torch.no_grad()
-def evaluate(
-    model: nn.Module, images: np.ndarray, labels: np.ndarray, device: torch.device, chunk: int = 1000
-) -> float:
-    """Test accuracy."""
-    model.eval()
-    correct = 0
-    for start in range(0, len(images), chunk):
-        logits = model(to_inputs(images[start : start + chunk], device))
-        correct += int((logits.argmax(1).cpu().numpy() == labels[start : start + chunk]).sum())
-    model.train()
-    return correct / len(images)
-
-
-@torch.no_grad()
-def recalibrate_batch_norm(
-    model: nn.Module, images: np.ndarray, device: torch.device, chunk: int = 128, samples: int = 2048
-) -> None:
-    """Set BatchNorm running statistics from training samples at the current weights.
-
-    A distributed master never runs a forward pass, so its BatchNorm statistics
-    would stay at their initial values and its evaluations would be meaningless.
-    This sets them to the average over ``samples`` fixed training images (no-op
-    for models without BatchNorm).
-    """
-    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
-    if not norms:
-        return
-    momenta = [m.momentum for m in norms]
-    for m in norms:
-        m.reset_running_stats()
-        m.momentum = None  # a cumulative average over the chunks
-    rows = np.sort(np.random.default_rng(0).choice(len(images), min(samples, len(images)), replace=False))
-    model.train()
-    for start in range(0, len(rows), chunk):
-        model(to_inputs(images[rows[start : start + chunk]], device))
-    for m, momentum in zip(norms, momenta, strict=True):
-        m.momentum = momentum

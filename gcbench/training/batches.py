@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+# one partition's training samples as a worker holds them: images, labels, and the shard's first sample index
+Shard = tuple[np.ndarray, np.ndarray, int]
+
 
 class PartitionSampler:
     def __init__(self, samples: int, partitions: int, batch_size: int, seed: int) -> None:
@@ -28,6 +31,10 @@ class PartitionSampler:
             rng = np.random.default_rng([self.seed, epoch, partition])
             cached = self._orders[partition] = (epoch, shard[rng.permutation(len(shard))])
         return cached[1][step * self.per_partition : (step + 1) * self.per_partition]
+
+    def shard_data(self, images: np.ndarray, labels: np.ndarray) -> list[Shard]:
+        """Every partition's samples, in partition order: what the workers holding it are given."""
+        return [(images[shard], labels[shard], int(shard[0])) for shard in self.shards]
 
     def batch(self, iteration: int) -> np.ndarray:
         """The whole mini-batch: every partition's share, in partition order."""

@@ -1,4 +1,9 @@
-"""Networks real mode trains: a small CNN that trains in minutes on a CPU, and ResNet-18."""
+"""Networks a run trains: softmax regression for cheap sweeps, a small CNN that trains in minutes on a CPU, and
+ResNet-18.
+
+``MODELS`` is the registry ``training.model`` names; the scenario schema lists the same names (it may not
+import torch), and tests/test_training.py holds the two equal.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,13 @@ import torch
 from torch import nn
 
 from gcbench.errors import GcbenchError
-from gcbench.real.requirements import check_device
+
+IMAGE_FEATURES = 3 * 32 * 32
+
+
+def softmax(classes: int = 10) -> nn.Module:
+    """Softmax regression on the normalised pixels: one linear layer (~31k parameters), convex, fast to sweep."""
+    return nn.Sequential(nn.Flatten(), nn.Linear(IMAGE_FEATURES, classes))
 
 
 def small_cnn(classes: int = 10) -> nn.Module:
@@ -29,7 +40,7 @@ def resnet18(classes: int = 10) -> nn.Module:
     return model
 
 
-MODELS = {"small_cnn": small_cnn, "resnet18": resnet18}
+MODELS = {"small_cnn": small_cnn, "resnet18": resnet18, "softmax": softmax}
 
 
 def build_model(name: str, classes: int, seed: int) -> nn.Module:
@@ -38,11 +49,3 @@ def build_model(name: str, classes: int, seed: int) -> nn.Module:
         raise GcbenchError(f"training.model: unknown model '{name}'; available: {', '.join(MODELS)}.")
     torch.manual_seed(seed)
     return MODELS[name](classes)
-
-
-def resolve_device(name: str) -> torch.device:
-    """'auto' is CUDA when available, else the CPU."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    check_device(name)
-    return torch.device(name)

@@ -14,10 +14,14 @@ import pickle
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gcbench.errors import GcbenchError
+
+if TYPE_CHECKING:
+    from gcbench.scenario.schema import Scenario
 
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 DEFAULT_CACHE = Path.home() / ".cache" / "gcbench"
@@ -40,6 +44,15 @@ class Dataset:
     @property
     def classes(self) -> int:
         return int(self.train_labels.max()) + 1
+
+
+def load_data(scenario: Scenario) -> Dataset:
+    """The dataset the scenario's training section names: synthetic, or CIFAR-10 from its data_dir (or a download)."""
+    training = scenario.training
+    if training.dataset == "synthetic":
+        return synthetic()
+    cache = Path(training.cache_dir) if training.cache_dir else DEFAULT_CACHE
+    return cifar10(Path(training.data_dir) if training.data_dir else None, cache)
 
 
 def synthetic(train: int = 4096, test: int = 1024, seed: int = 0) -> Dataset:
