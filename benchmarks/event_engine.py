@@ -18,10 +18,10 @@ The master's cost per result is 1/rate(gcbench) - 1/rate(SimPy callbacks).
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import simpy
+from sim_benchmark import rate as best_rate  # best of repeats within a time budget, per unit of work
 
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.schema import Scenario
@@ -31,18 +31,6 @@ COMPUTE = {"per_partition": {"distribution": "shifted_exponential", "shift": 0.1
 N = 100
 LINK = {"latency": 0.001, "bandwidth": 1.25e9, "shared_link": True}
 LINK_TRANSFER = 4 * 11_200_000 / 1.25e9  # the default gradient's message over the link (seconds)
-
-
-def best_rate(fn, results: int, seconds: float) -> float:
-    """Results per second of fn() (which delivers ``results``), best of repeats within a time budget."""
-    fn()
-    best, spent = float("inf"), 0.0
-    while spent < seconds:
-        start = time.perf_counter()
-        fn()
-        elapsed = time.perf_counter() - start
-        best, spent = min(best, elapsed), spent + elapsed
-    return results / best
 
 
 def simpy_callbacks(n: int, events: int):
