@@ -166,9 +166,12 @@ class Scheme(abc.ABC):
             a[w, list(parts)] = 1
         return a
 
-    def worst_condition(self, limit: int = 5000) -> ConditionReport:
-        """Worst condition number over the straggler sets of size s (all, or a seeded sample)."""
-        return condition_report(self, limit)
+    def worst_condition(self, limit: int = 5000, stop_above: float = float("inf")) -> ConditionReport:
+        """Worst condition number over the straggler sets of size s (all, or a seeded sample).
+
+        ``stop_above``: stop at the first set above it (enough to refuse a construction).
+        """
+        return condition_report(self, limit, stop_above)
 
     # -- decodability and weights ------------------------------------------------
     def can_decode(self, message_ids: Iterable[int]) -> bool:
@@ -340,7 +343,7 @@ class Scheme(abc.ABC):
 
     def _refuse_if_ill_conditioned(self) -> None:
         # each set costs an SVD of about n x n: keep the check within seconds at large n
-        report = self.worst_condition(limit=int(np.clip(4e9 / self.n**3, 16, 2000)))
+        report = self.worst_condition(limit=int(np.clip(4e9 / self.n**3, 16, 2000)), stop_above=CONDITION_LIMIT)
         if report.worst > CONDITION_LIMIT:
             what = (
                 f"the straggler set {list(report.worst_stragglers)} cannot be decoded in floating point"

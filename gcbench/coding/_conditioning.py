@@ -41,20 +41,27 @@ def straggler_sets(n: int, s: int, limit: int) -> tuple[list[tuple[int, ...]], b
     return sorted(sets), False
 
 
-def condition_report(scheme: Scheme, limit: int) -> ConditionReport:
-    """Worst condition number of the received rows when exactly s workers straggle."""
-    key = f"{type(scheme).__name__}:{scheme!r}:{limit}"
+def condition_report(scheme: Scheme, limit: int, stop_above: float = float("inf")) -> ConditionReport:
+    """Worst condition number of the received rows when exactly s workers straggle.
+
+    ``stop_above``: end the scan at the first set whose condition number exceeds it
+    (a refusal needs one such set, not the worst; each set costs an SVD).
+    """
+    key = f"{type(scheme).__name__}:{scheme!r}:{limit}:{stop_above}"
     if key in _REPORTS:
         return _REPORTS[key]
     sets, exhaustive = straggler_sets(scheme.n, scheme.s, limit)
-    worst, worst_set = 0.0, ()
+    worst, worst_set, checked = 0.0, (), 0
     for stragglers in sets:
         absent = set(stragglers)
         ids = tuple(i for i, owner in enumerate(scheme.message_owner) if owner not in absent)
         decoding = scheme._solve(ids)
         value = float("inf") if decoding is None else decoding.condition
+        checked += 1
         if value > worst:
             worst, worst_set = value, stragglers
-    report = ConditionReport(worst, len(sets), exhaustive, worst_set)
+        if worst > stop_above:
+            break
+    report = ConditionReport(worst, checked, exhaustive and checked == len(sets), worst_set)
     _REPORTS[key] = report
     return report
