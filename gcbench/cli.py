@@ -220,6 +220,7 @@ def run(
     resume: Annotated[
         Path | None, typer.Option("--resume", help="Continue an interrupted real run (its directory).")
     ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the results already in --out.")] = False,
 ) -> None:
     """Train the scenario's variants on Ray (or one process), or simulate them with --sim.
 
@@ -235,7 +236,10 @@ def run(
     from gcbench.cli_simulate import simulate_scenario
 
     if not real:
-        simulate_scenario(scenario, out, None, True, console(), iterations)
+        from gcbench.scenario.overrides import parse_seeds
+
+        overrides = {} if seeds is None else {"seeds": parse_seeds(seeds)}
+        simulate_scenario(scenario, out, None, True, console(), iterations, overrides=overrides, force=force)
         return
     check_backend(backend)
     training = {"batch_size": batch_size, "learning_rate": lr, "model": model, "dataset": dataset}
@@ -244,8 +248,8 @@ def run(
     if resume is not None:
         given = {"--out": out, "--iterations": iterations, "--batch-size": batch_size, "--lr": lr, "--model": model}
         given.update({"--dataset": dataset, "--data-dir": data_dir, "--device": device, "--variants": variants})
-        refuse_with_resume({**given, "--seeds": seeds})
-    run_real(scenario, backend, out, address, iterations, training, console(), resume, choose)
+        refuse_with_resume({**given, "--seeds": seeds, "--force": force or None})
+    run_real(scenario, backend, out, address, iterations, training, console(), resume, choose, force)
 
 
 def main() -> None:

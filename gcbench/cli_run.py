@@ -9,6 +9,7 @@ from rich.console import Console
 
 from gcbench.cli_resume import read_run_json, resumed_scenario
 from gcbench.cli_run_options import check_real, real_scenario
+from gcbench.cli_simulate import check_out
 from gcbench.errors import GcbenchError
 from gcbench.results import summarize
 from gcbench.results.metadata import new_run_directory, resume_entry, run_metadata
@@ -26,6 +27,7 @@ def run_real(
     console,
     resume: Path | None = None,
     choose: dict[str, str | None] | None = None,
+    force: bool = False,
 ) -> Path:
     """A new real run of the scenario file, or (``resume``) the rest of an interrupted one."""
     from gcbench.training.device import check_device
@@ -41,7 +43,8 @@ def run_real(
     else:
         scenario = real_scenario(path, iterations, training, **(choose or {}))
         out = out or new_run_directory(Path("results"), f"{scenario.name}-real")
-        refuse_checkpoints(out)
+        refuse_checkpoints(out)  # before check_out: a run with checkpoints is resumed, not overwritten
+        check_out(out, force)
         meta = run_metadata("real", path, [SweepPoint({}, scenario)], {"backend": backend})
     check_device(scenario.training.device)  # before the data is read and Ray starts
     return _train(scenario, path, backend, out, address, meta, console, resumed=resume is not None)

@@ -49,11 +49,11 @@ def simulate_scenario(
     iterations: int | None = None,
     *,
     overrides: dict[str, Any] | None = None,
-    force: bool = True,
+    force: bool = False,
 ) -> tuple[Path, pd.DataFrame]:
     """Simulate and write results; ``iterations`` and ``overrides`` change the scenario as the file would.
 
-    ``force`` defaults to True for `gcbench run --sim`, which has no --force yet; `simulate` passes its flag.
+    ``force``: overwrite the results already in ``out``.
     """
     changes = dict(overrides or {})
     if iterations is not None:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from gcbench.cli import app
@@ -60,6 +61,27 @@ def test_run_sim_is_simulate_and_takes_the_iterations_override(tmp_path):
     iterations = pd.read_parquet(tmp_path / "run" / "iterations.parquet")
     assert len(iterations) == 2 * 2 * 2 * 5 and iterations["iteration"].max() == 4
     assert json.loads((tmp_path / "run" / "run.json").read_text())["scenario"]["iterations"] == 5
+
+
+def test_run_sim_takes_seeds_and_asks_for_force_before_overwriting(tmp_path):
+    scenario, out = tmp_path / "tiny.yaml", tmp_path / "run"
+    scenario.write_text(TINY)
+    command = ["run", str(scenario), "--sim", "--iterations", "3", "--seeds", "7", "--out", str(out)]
+    assert runner.invoke(app, command).exit_code == 0
+    assert set(pd.read_parquet(out / "iterations.parquet")["seed"]) == {7}
+    again = runner.invoke(app, command)
+    assert again.exit_code == 2
+    assert f"--out {out}: holds results already; add --force to overwrite them" in again.output
+    assert runner.invoke(app, [*command, "--force"]).exit_code == 0
+
+
+def test_a_real_run_asks_for_force_before_overwriting_results(tmp_path):
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
+    out = tmp_path / "earlier"
+    out.mkdir()
+    (out / "iterations.parquet").write_bytes(b"")
+    result = runner.invoke(app, ["run", "--backend", "local", "--dataset", "synthetic", "--out", str(out)])
+    assert result.exit_code == 2 and "holds results already; add --force" in result.output, result.output
 
 
 def test_check_validates_without_running(tmp_path):
