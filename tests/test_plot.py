@@ -208,6 +208,17 @@ def test_accuracy_is_in_percent_like_its_target(real_run):
     assert "target 90.0% (not reached)" in {t.get_text() for ax in unreached.axes for t in ax.texts}
 
 
+def test_accuracy_ticks_stay_distinct_over_a_narrow_range(real_run):
+    """A run near chance (accuracy 9.0-9.9%) once read "10%, 10%, 9%, 9%, 9%"."""
+    iterations = load_run(real_run).iterations.copy()
+    iterations["accuracy"] = 0.09 + 0.009 * (iterations["iteration"] / iterations["iteration"].max())
+    fig = figures.training_curves(iterations, None, "real")
+    FigureCanvasAgg(fig).draw()
+    for ax in (ax for ax in fig.axes if ax.get_ylabel() == "test accuracy"):
+        labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+        assert len(labels) > 1 and len(set(labels)) == len(labels), labels
+
+
 def test_sim_vs_real_counts_iterations_gives_errors_and_hides_nothing(real_run, sim_run):
     real, sim = load_run(real_run), load_run(sim_run)
     at_first_point = sim.iterations[sim.iterations["point"] == 0]

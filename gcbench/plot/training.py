@@ -56,7 +56,7 @@ def _metric_row(row, data: pd.DataFrame, metric: str, styles: dict[str, dict]) -
     row[0].set_ylabel("training loss" if metric == "loss" else "test accuracy")
     if metric == "accuracy":
         for ax in row:
-            ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
+            ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=None))  # decimals from the range
 
 
 def _target_line(row, target: float, reached: bool) -> None:
