@@ -129,7 +129,7 @@ def simulate(
         Path | None, typer.Option("--out", help="Results directory (default: a new one under results/).")
     ] = None,
     check: Annotated[bool, typer.Option("--check", help="Validate the scenario and exit.")] = False,
-    jobs: Annotated[int | None, typer.Option("--jobs", help="Parallel processes (default: automatic).")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parallel processes (default: automatic).")] = None,
     workers_table: Annotated[
         bool, typer.Option("--workers-table/--no-workers-table", help="Write workers.parquet.")
     ] = True,
@@ -220,6 +220,14 @@ def run(
     resume: Annotated[
         Path | None, typer.Option("--resume", help="Continue an interrupted real run (its directory).")
     ] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="PATH=VALUE",
+            help="Override any field, e.g. --set training.eval_every=10 (YAML value; repeatable).",
+        ),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite the results already in --out.")] = False,
 ) -> None:
     """Train the scenario's variants on Ray (or one process), or simulate them with --sim.
@@ -236,19 +244,21 @@ def run(
     from gcbench.cli_simulate import simulate_scenario
 
     if not real:
-        from gcbench.scenario.overrides import parse_seeds
+        from gcbench.scenario.overrides import parse_seeds, parse_sets
 
-        overrides = {} if seeds is None else {"seeds": parse_seeds(seeds)}
+        overrides = parse_sets(sets or [])
+        if seeds is not None:
+            overrides["seeds"] = parse_seeds(seeds)
         simulate_scenario(scenario, out, None, True, console(), iterations, overrides=overrides, force=force)
         return
     check_backend(backend)
     training = {"batch_size": batch_size, "learning_rate": lr, "model": model, "dataset": dataset}
     training.update(data_dir=data_dir, device=device)
-    choose = {"variants": variants, "seeds": seeds}
+    choose = {"variants": variants, "seeds": seeds, "sets": sets}
     if resume is not None:
         given = {"--out": out, "--iterations": iterations, "--batch-size": batch_size, "--lr": lr, "--model": model}
         given.update({"--dataset": dataset, "--data-dir": data_dir, "--device": device, "--variants": variants})
-        refuse_with_resume({**given, "--seeds": seeds, "--force": force or None})
+        refuse_with_resume({**given, "--seeds": seeds, "--set": sets or None, "--force": force or None})
     run_real(scenario, backend, out, address, iterations, training, console(), resume, choose, force)
 
 

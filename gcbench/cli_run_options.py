@@ -9,15 +9,21 @@ from gcbench.errors import GcbenchError
 from gcbench.scenario import load_scenario
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.loading import with_overrides
-from gcbench.scenario.overrides import parse_seeds
+from gcbench.scenario.overrides import parse_seeds, parse_sets
 from gcbench.scenario.schema import Scenario
 
 
 def real_scenario(
-    path: Path, iterations: int | None, training: dict[str, Any], variants: str | None = None, seeds: str | None = None
+    path: Path,
+    iterations: int | None,
+    training: dict[str, Any],
+    variants: str | None = None,
+    seeds: str | None = None,
+    sets: list[str] | None = None,
 ) -> Scenario:
-    """The scenario to run: ``--variants`` picks variants by label, ``--seeds`` sets the seeds (validated)."""
-    points = load_scenario(path)
+    """The scenario to run: ``--set`` changes any field as the file would, ``--variants`` picks variants by
+    label, ``--seeds`` sets the seeds (all validated like the file)."""
+    points = load_scenario(path, parse_sets(sets or []))
     if len(points) > 1:
         raise GcbenchError(f"{path}: real runs do not sweep; remove 'sweep' or simulate it with --sim.")
     scenario = points[0].scenario

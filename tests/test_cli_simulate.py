@@ -243,3 +243,10 @@ def test_an_unknown_engine_exits_2_naming_the_field(tmp_path):
     scenario.write_text(TINY)
     result = gcbench("simulate", str(scenario), "--engine", "fast")
     assert result.returncode == 2 and "engine: Input should be 'auto', 'event' or 'vectorised'" in result.stderr
+
+
+def test_jobs_must_be_at_least_one(tmp_path):
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
+    result = runner.invoke(app, ["simulate", str(scenario), "--jobs", "0", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2 and "--jobs" in result.output and not (tmp_path / "r").exists()

@@ -333,3 +333,24 @@ def test_bad_seeds_are_one_sentence(tmp_path, seeds, message):
     done, _ = new_run(tmp_path, "--seeds", seeds)
     assert done.exit_code == 2 and message in done.output, done.output
     assert "Traceback" not in done.output
+
+
+# -- --set ----------------------------------------------------------------------------------------------------
+
+
+def test_set_changes_any_field_of_a_real_run_as_the_file_would(tmp_path, fake_ray):
+    done, out = new_run(tmp_path, "--set", "training.eval_every=3", "--set", "training.timeout=30")
+    assert done.exit_code == 0, done.output
+    training = meta_of(out)["scenario"]["training"]
+    assert training["eval_every"] == 3 and training["timeout"] == 30
+
+
+def test_a_bad_set_is_one_sentence_naming_the_field(tmp_path, fake_ray):
+    done, _ = new_run(tmp_path, "--set", "training.eval_evry=3")
+    assert done.exit_code == 2 and "training.eval_evry" in done.output and "Traceback" not in done.output
+
+
+def test_resume_refuses_set(tmp_path, fake_ray):
+    _, out = new_run(tmp_path)
+    done = gcbench("run", "--resume", out, "--set", "training.eval_every=3")
+    assert done.exit_code == 2 and "--set cannot change it" in done.output, done.output
