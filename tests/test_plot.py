@@ -298,6 +298,15 @@ def test_report_times_the_target_accuracy_only_where_it_was_reached(real_run, tm
     assert result.exit_code == 2 and "--target-accuracy must be in (0, 1]" in result.output
 
 
+def test_the_report_table_reads_like_the_console_table(real_run, tmp_path):
+    """30 iterations give no confidence interval: the report says n/a, as the console does, not nan."""
+    assert runner.invoke(app, ["plot", str(real_run), "-o", str(tmp_path), "--report"]).exit_code == 0
+    report = (tmp_path / "fixture-real-report.md").read_text()
+    assert "| variant | mean (s) | 95% CI low | 95% CI high |" in report and " n/a |" in report
+    assert "nan" not in report and "ci_low" not in report
+    assert "nan" not in (tmp_path / "fixture-real-report.html").read_text()
+
+
 def test_report_names_the_variants_that_missed_the_target(real_run, tmp_path):
     iterations = load_run(real_run).iterations
     iterations.loc[iterations["variant"] == "uncoded", "accuracy"] *= 0.5  # uncoded peaks at 25%

@@ -14,19 +14,31 @@ from gcbench.plot.runs import Run
 from gcbench.results import summarize
 
 
+# the summary's columns as the console table names them
+HEADINGS = {"mean": "mean (s)", "ci_low": "95% CI low", "ci_high": "95% CI high", "p50": "p50", "p99": "p99",
+            "speedup": "speedup", "exact_share": "exact share"}  # fmt: skip
+
+
 def summary_table(run: Run) -> pd.DataFrame:
     table = summarize(run.iterations, run.sweep_columns)
-    columns = ["variant", *run.sweep_columns, "mean", "ci_low", "ci_high", "p50", "p99", "speedup", "exact_share"]
-    return table[columns].round(5)
+    columns = ["variant", *run.sweep_columns, *HEADINGS]
+    return table[columns].round(5).rename(columns=HEADINGS)
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
     lines += [
-        "| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row) + " |"
+        "| " + " | ".join(_cell(v) for v in row) + " |"
         for row in frame.itertuples(index=False)
     ]
     return "\n".join(lines)
+
+
+def _cell(value) -> str:
+    """A number as the console prints it: 4 significant digits, n/a where there is none."""
+    if isinstance(value, float):
+        return "n/a" if value != value else f"{value:.4g}"
+    return str(value)
 
 
 def report_name(runs: list[Run]) -> str:
@@ -79,7 +91,7 @@ def _run_section(run: Run, target: float | None, markdown: list[str], body: list
         markdown += [f"**{run.partial}.**", ""]
         body += [f"<p><strong>{html.escape(run.partial)}.</strong></p>"]
     markdown += ["```json", json.dumps(scenario, indent=1)[:4000], "```", "", markdown_table(summary_table(run)), ""]
-    body += [summary_table(run).to_html(index=False, border=0)]
+    body += [summary_table(run).to_html(index=False, border=0, na_rep="n/a")]
     sentence, reached = accuracy_lines(run, target)
     if sentence:
         markdown += [sentence, ""] + ([markdown_table(reached), ""] if reached is not None else [])
