@@ -13,7 +13,6 @@ from gcbench.plot.make import Written
 from gcbench.plot.runs import Run
 from gcbench.results import summarize
 
-
 # the summary's columns as the console table names them
 HEADINGS = {"mean": "mean (s)", "ci_low": "95% CI low", "ci_high": "95% CI high", "p50": "p50", "p99": "p99",
             "speedup": "speedup", "exact_share": "exact share"}  # fmt: skip
@@ -27,10 +26,7 @@ def summary_table(run: Run) -> pd.DataFrame:
 
 def markdown_table(frame: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
-    lines += [
-        "| " + " | ".join(_cell(v) for v in row) + " |"
-        for row in frame.itertuples(index=False)
-    ]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join(lines)
 
 
