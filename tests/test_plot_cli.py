@@ -308,3 +308,22 @@ def test_any_value_in_run_json_is_plotted_or_refused_in_a_sentence(tmp_path_fact
     assert result.exit_code in (0, 2), result.output
     assert result.exit_code == 0 or result.output.count("\n") == 1
     assert " of True " not in result.output
+
+
+def test_the_same_run_plots_to_the_same_bytes(tmp_path):
+    """Regenerated figures differ only when the results do (no creation date in PDF or SVG)."""
+    import hashlib
+    import time
+
+    from gcbench.plot.make import REPRODUCIBLE
+
+    assert set(REPRODUCIBLE) == {"pdf", "svg"}
+    run = make_run(tmp_path / "run")
+    digests = []
+    for attempt in range(2):
+        out = tmp_path / f"figs{attempt}"
+        for vector in ("pdf", "svg"):
+            assert plot(str(run), "-o", str(out), "--vector", vector).exit_code == 0
+        digests.append({p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.iterdir())})
+        time.sleep(1.1)  # a creation date would now differ
+    assert digests[0] == digests[1]

@@ -158,10 +158,14 @@ def _caption(caption: str, run: Run) -> str:
     return f"{caption} ({run.label}: {run.partial})" if run.partial else caption
 
 
+# no creation date in vector files, so the same results give the same bytes
+REPRODUCIBLE = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}
+
+
 def _save(fig: Figure, stem: Path, formats: tuple[str, ...], caption: str) -> Written:
     files = []
     for fmt in formats:
         path = stem.parent / f"{stem.name}.{fmt}"  # not with_suffix: a run's name may hold a dot
-        fig.savefig(path)
+        fig.savefig(path, metadata=REPRODUCIBLE.get(fmt))
         files.append(path)
     return Written(stem.name, caption, files)
