@@ -45,6 +45,21 @@ app = typer.Typer(
 )
 
 
+# options `simulate` and `run` share
+SeedsOption = Annotated[
+    str | None, typer.Option("--seeds", metavar="0,1,2", help="Override the scenario's seeds: comma-separated.")
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="PATH=VALUE",
+        help="Override any field, e.g. --set straggling.probability=0.2 (YAML value; repeatable).",
+    ),
+]
+ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite the results already in --out.")]
+
+
 def user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     """Print an error a user caused as one sentence and exit with code 2."""
 
@@ -134,18 +149,9 @@ def simulate(
         bool, typer.Option("--workers-table/--no-workers-table", help="Write workers.parquet.")
     ] = True,
     iterations: Annotated[int | None, typer.Option("--iterations", min=1, help="Override the scenario's.")] = None,
-    seeds: Annotated[
-        str | None, typer.Option("--seeds", metavar="0,1,2", help="Override the scenario's: comma-separated.")
-    ] = None,
-    sets: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--set",
-            metavar="PATH=VALUE",
-            help="Override any field, e.g. --set straggling.probability=0.2 (YAML value; repeatable).",
-        ),
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite the results already in --out.")] = False,
+    seeds: SeedsOption = None,
+    sets: SetOption = None,
+    force: ForceOption = False,
     engine: Annotated[
         str | None,
         typer.Option(
@@ -216,19 +222,12 @@ def run(
     variants: Annotated[
         str | None, typer.Option("--variants", help="Run only these variants: labels, comma-separated.")
     ] = None,
-    seeds: Annotated[str | None, typer.Option("--seeds", help="Seeds, comma-separated (e.g. 0,1,2).")] = None,
+    seeds: SeedsOption = None,
     resume: Annotated[
         Path | None, typer.Option("--resume", help="Continue an interrupted real run (its directory).")
     ] = None,
-    sets: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--set",
-            metavar="PATH=VALUE",
-            help="Override any field, e.g. --set training.eval_every=10 (YAML value; repeatable).",
-        ),
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite the results already in --out.")] = False,
+    sets: SetOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Train the scenario's variants on Ray (or one process), or simulate them with --sim.
 
