@@ -32,7 +32,11 @@ class Job:
 
 @dataclass(slots=True)
 class Result:
-    """A job's result reached the master at ``at``; ``messages`` hold its vectors where the cluster computes them."""
+    """A job's result reached the master at ``at``, on the cluster's clock.
+
+    Where the cluster trains, ``messages`` hold the encoded vectors (a list of numpy arrays) and ``losses``
+    each computed partition's loss; ``injected`` is the delay a real worker actually slept (NaN: the
+    modelled draw, which the master records itself)."""
 
     job: Job
     at: float
@@ -40,6 +44,8 @@ class Result:
     compute_end: float
     messages: Any = None
     abandoned: bool = False
+    losses: dict[int, float] | None = None
+    injected: float = float("nan")
 
     @property
     def worker(self) -> int:
@@ -67,9 +73,14 @@ Event = Result | Failure | Restart
 
 
 class Cluster(ABC):
-    """n workers behind one clock. A job submitted to a busy worker queues behind its current one."""
+    """n workers behind one clock. A job submitted to a busy worker queues behind its current one.
+
+    ``timeout``: the longest a wall-clock cluster lets the master wait for an event (``training.timeout``);
+    the master bounds every wait by it and reports a timeout past it. Infinite in virtual time, where a
+    wait that nothing can end returns at once instead."""
 
     n: int
+    timeout: float = float("inf")
 
     @classmethod
     def from_scenario(cls, scenario: Scenario, scheme: Scheme, seed: int, synchronous: bool = True) -> Cluster:
@@ -90,12 +101,19 @@ class Cluster(ABC):
         """Make these model weights the ones the next submitted jobs compute on."""
 
     @abstractmethod
-    def submit(self, worker: int, job: int, row: int, crash: bool) -> Job:
-        """Start a job on ``worker``: draw row ``row``; ``crash``: the failure model crashes it as it starts."""
+    def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
+        """Start a job on ``worker``: draw row ``row``; ``crash``: the failure model crashes it as it starts;
+        ``batch``: the mini-batch it computes when the cluster trains (default ``row``; an asynchronous
+        worker's j-th job computes mini-batch j on draw row j mod iterations). It computes on the weights
+        published last before the submission."""
 
     @abstractmethod
     def next_event(self, until: float) -> Event | None:
         """The next event at or before time ``until``; None (the clock at ``until``) when there is none.
+
+        Never an event later than ``until``: a wall-clock backend keeps an event it took after ``until`` for
+        the next call. A Failure whose job the failure model did not crash (``job.crash`` false, or no job)
+        is a worker lost otherwise (its process killed); a Restart follows when it is back, unless it is dead.
 
         A wait that cannot be satisfied ends at ``until``: a virtual clock jumps there, a wall clock waits no
         longer. With ``until`` infinite it returns None at once when nothing is in flight (the master then
@@ -121,6 +139,15 @@ class Cluster(ABC):
     def in_flight(self, job_ids: Iterable[int]) -> bool:
         """Whether a job with one of these ids can still deliver a result."""
         return bool(self.running(job_ids))
+
+    @abstractmethod
+    def pending(self) -> bool:
+        """Whether any event can still come: a job in flight, a failure or restart not yet reported."""
+
+    def restarting(self, workers: Iterable[int]) -> set[int]:
+        """Those of these workers that are being restarted although no job of theirs failed (a real worker
+        killed while idle fails no job until it is back); a simulated cluster has none."""
+        return set()
 
     @abstractmethod
     def drain(self, seconds: float) -> list[Event]:

@@ -101,7 +101,7 @@ class SimPyCluster(Cluster):
     def publish(self, model) -> None:
         """Simulated workers compute no gradient values; timing needs no model."""
 
-    def submit(self, worker: int, job: int, row: int, crash: bool) -> Job:
+    def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
         env = self.env
         now = env.now
         begin = max(now, self.free_at[worker], self.down_until[worker])
@@ -210,6 +210,10 @@ class SimPyCluster(Cluster):
     def in_flight(self, job_ids: Iterable[int]) -> bool:
         ids = set(job_ids)
         return any(job_id in ids for job_id, _ in self.jobs.values())
+
+    def pending(self) -> bool:
+        """Events not yet taken, or any SimPy event still scheduled (a job's, a link's, a restart's)."""
+        return bool(self.events) or bool(self.env._queue)
 
     def drain(self, seconds: float = INF) -> list[Event]:
         until, events = self.env.now + seconds, []
