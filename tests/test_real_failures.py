@@ -120,7 +120,7 @@ def test_a_worker_killed_while_idle_is_failed_while_ray_restarts_it():
 def test_one_exit_that_fails_two_jobs_is_one_failure_the_failure_model_drew(caplog):
     """Worker 1 runs a job (in its control thread, sleeping a 5 s injected delay) when the failure model's crash
     exits its process: both jobs fail, in either order; that is one failure, and it is the drawn crash."""
-    from gcbench.real.cluster import Job
+    from gcbench.real.legacy_cluster import Job  # the old WorkerCluster's, until the masters run on RayCluster
 
     sc = scenario(
         {"scheme": "cr", "s": 1},
