@@ -38,15 +38,14 @@ def timing_cluster(**fields) -> RayCluster:
     return cluster
 
 
-def test_the_clock_stops_between_pause_and_resume():
+def test_the_time_between_pause_and_resume_is_taken_out_of_the_clock():
+    """It reads on while paused (late work drained after a turn keeps true times); resume removes the pause."""
     sc = conformance_scenario(UNIT)
     cluster = RayCluster(sc, scheme_for(sc, sc.variants[0]), draw_run(sc, scheme_for(sc, sc.variants[0]), 0))
     cluster.pause()
     paused = cluster.now
     time.sleep(0.2)
-    assert cluster.now == paused
-    with pytest.raises(RuntimeError, match="resume"):
-        cluster.next_event(paused + 1.0)
+    assert cluster.now - paused >= 0.2
     cluster.resume()
     assert 0 <= cluster.now - paused < 0.05
 

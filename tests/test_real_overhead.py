@@ -30,6 +30,7 @@ def test_a_worker_sleeps_its_overhead_after_computing_and_reports_it_as_injected
     sampler = PartitionSampler(len(DATA.train_labels), 4, 32, 0)
     shards = sampler.shard_data(DATA.train_images, DATA.train_labels)
     worker.shards = {j: shards[j] for j in worker.scheme.partitions(0)}
+    worker.loaded = True  # (as receive() leaves it)
     weights = worker.flat.numpy().copy()
     result = worker.compute(0, weights, straggling=False, overhead=0.3)
     assert not result["abandoned"] and result["injected"] == 0.3

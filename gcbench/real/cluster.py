@@ -15,8 +15,9 @@ back (a Restart) once its downtime has passed and it has its data again
 good (``downtime: null``) is dead from that job's submission, and killed
 without restart when its exit comes.
 
-Times are seconds on the cluster's clock: wall time since its origin, stopped
-between ``pause()`` and ``resume()`` (variants take turns on one cluster).
+Times are seconds on the cluster's clock (gcbench/real/clock.py): wall time since
+its origin, without the time between ``pause()`` and ``resume()`` (variants take
+turns on one machine; late work drained after a pause still reads true times).
 """
 
 from __future__ import annotations
@@ -31,30 +32,31 @@ from typing import Any
 
 from gcbench.cluster import Cluster, Failure, Job, Restart, Result, register_cluster
 from gcbench.errors import GcbenchError
+from gcbench.master import RunStuck
+from gcbench.real.clock import WallClock
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 
 log = logging.getLogger("gcbench")
 INF = float("inf")
 
 
-class ClusterStuck(GcbenchError):
+class ClusterStuck(RunStuck):
     """No usable set of results can arrive, or none did within the timeout."""
-
-
-def __getattr__(name: str):
-    """The old WorkerCluster (and its Event), until real/master.py and real/asynchronous.py run on RayCluster."""
-    if name in ("WorkerCluster", "Event"):
-        from gcbench.real import legacy_cluster
-
-        return getattr(legacy_cluster, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @register_cluster("ray")
 class RayCluster(Cluster):
     """One actor per worker; a job on a busy worker queues behind on its actor, one on a down worker here."""
 
-    def __init__(self, scenario, scheme, draws: RunDraws, seed: int = 0, device: str | None = None) -> None:
+    def __init__(
+        self,
+        scenario,
+        scheme,
+        draws: RunDraws,
+        seed: int = 0,
+        device: str | None = None,
+        clock: WallClock | None = None,
+    ) -> None:
         import ray
 
         self.ray, self.scenario, self.scheme, self.seed, self.device = ray, scenario, scheme, seed, device
@@ -77,7 +79,7 @@ class RayCluster(Cluster):
         self.idle_since = [0.0] * self.n  # wall time each worker's last reply was ready
         self.pids: dict[int, int] = {}
         self.exits = 0
-        self.origin, self.paused_at = time.time(), None
+        self.clock = clock or WallClock()
 
     @classmethod
     def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True) -> RayCluster:
@@ -86,17 +88,19 @@ class RayCluster(Cluster):
     # -- the clock ------------------------------------------------------------------------------
     @property
     def now(self) -> float:
-        return (self.paused_at or time.time()) - self.origin
+        return self.clock.now()
+
+    @property
+    def origin(self) -> float:
+        """The wall time (``time.time()``) the clock reads 0 at."""
+        return self.clock.origin
 
     def pause(self) -> None:
-        """Stop the clock (another variant's turn); its time is no one's."""
-        if self.paused_at is None:
-            self.paused_at = time.time()
+        """Another variant's turn starts: the time until ``resume`` is no one's."""
+        self.clock.pause()
 
     def resume(self) -> None:
-        if self.paused_at is not None:
-            self.origin += time.time() - self.paused_at
-            self.paused_at = None
+        self.clock.resume()
 
     # -- starting ---------------------------------------------------------------------------------
     def start(self, data=None) -> None:
@@ -113,7 +117,7 @@ class RayCluster(Cluster):
             self.trains, self.delay = True, 0.0  # a real network's time is its own
             self.actors = self._gradient_workers(data, options)
         self._wait_ready()
-        self.origin = time.time()
+        self.clock.continue_from(0.0)
 
     def _transfer(self) -> float:
         bandwidth = self.scenario.network.bandwidth
@@ -218,8 +222,6 @@ class RayCluster(Cluster):
         """The earliest known event once its time has come, waiting for Ray's replies no later than ``until``.
 
         An event whose time is past ``until`` stays for a later call; so does one noticed after ``until``."""
-        if self.paused_at is not None:
-            raise RuntimeError("the cluster's clock is paused: resume() before waiting for events")
         if until == INF:
             if not self.pending():
                 return None

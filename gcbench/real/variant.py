@@ -51,7 +51,7 @@ def cluster_for(scenario: Scenario, variant, scheme, seed: int, draws, clock: Wa
     from gcbench.real.cluster import RayCluster
 
     device = str(resolve_device(scenario.training.device))
-    return RayCluster(scenario, scheme, draws, clock=clock, device=device)
+    return RayCluster(scenario, scheme, draws, seed=seed, device=device, clock=clock)
 
 
 class VariantRun:
@@ -118,14 +118,15 @@ class VariantRun:
         scenario, training = self.scenario, self.scenario.training
         self.learner = Learner(self.scheme, training, self.data.classes, self.seed)
         self.rng = torch.get_rng_state()
+        self.cluster = cluster_for(scenario, self.variant, self.scheme, self.seed, self.draws, self.clock)
+        self.cluster.start(self.data)
+        self.clock.continue_from(0.0)  # the clock starts once the workers are ready
         if self.state is not None:
             self.learner.model.load_state_dict(self.state["model"])
             self.learner.optimizer.load_state_dict(self.state["optimizer"])
             self.rng = self.state["torch_rng"]
             self.clock.continue_from(float(self.rec.end[self.next_iteration - 1]) if self.next_iteration else 0.0)
             self.state = None  # its rows live on in the recorder
-        self.cluster = cluster_for(scenario, self.variant, self.scheme, self.seed, self.draws, self.clock)
-        self.cluster.start(self.data)
         crash = self.draws.crash
         if self.variant.policy.synchronous:
             self.master = SynchronousMaster(self.cluster, self.scheme, self.variant, crash, scenario.stale_work,
