@@ -9,8 +9,15 @@ from gcbench.errors import GcbenchError
 from gcbench.results.recorder import RunRecorder
 
 
-class SimulationStuck(GcbenchError):
+class RunStuck(GcbenchError):
     """An iteration can never finish under the variant's policy (e.g. permanent crashes)."""
+
+
+SimulationStuck = RunStuck  # the simulator's name for it
+
+
+class ClusterTimeout(RunStuck):
+    """A wall-clock cluster delivered nothing the master could use within ``training.timeout``."""
 
 
 def decoding_quality(rec: RunRecorder, scheme: Scheme) -> None:
@@ -34,6 +41,19 @@ def stuck_iteration(label: str, t: int, scheme: Scheme, policy) -> SimulationStu
         f"variant '{label}': iteration {t} can never finish "
         f"(too many workers crashed for good for {scheme.name} with s={scheme.s} under "
         f"{policy.name}); {policy.stuck_hint()}."
+    )
+
+
+def timed_out_iteration(t: int, timeout: float, answered: int, n: int) -> ClusterTimeout:
+    return ClusterTimeout(
+        f"iteration {t}: the messages received within {timeout:g} s do not decode "
+        f"({answered} of {n} workers answered); raise training.timeout or check the cluster."
+    )
+
+
+def timed_out_update(version: int, timeout: float) -> ClusterTimeout:
+    return ClusterTimeout(
+        f"update {version}: no result arrived within {timeout:g} s; raise training.timeout or check the cluster."
     )
 
 

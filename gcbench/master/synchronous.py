@@ -9,14 +9,20 @@ master stops are used too (as by the fast path, whose used set is "arrived by
 the stop"). With ``stale_work: abandon`` the unfinished jobs are abandoned at
 the stop, and jobs not yet started never run; with ``finish`` every worker
 works through every iteration's job in order, after the master moved on.
+
+When the run trains, the master publishes the learner's weights as each
+iteration starts and hands the learner the iteration's used results at its
+stop. On a wall clock every wait is bounded by ``cluster.timeout``; a worker
+lost in a way the failure model did not draw redoes the iteration once back.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from gcbench.cluster import Cluster, Result
-from gcbench.master.outcome import stuck_iteration
+from gcbench.cluster import Cluster, Failure, Result
+from gcbench.master.learner import Learner
+from gcbench.master.outcome import stuck_iteration, timed_out_iteration
 from gcbench.results.recorder import RunRecorder
 
 INF = float("inf")
@@ -25,20 +31,42 @@ INF = float("inf")
 class SynchronousMaster:
     """Runs the iterations of one synchronous variant on ``cluster``, recording into ``rec``."""
 
-    def __init__(self, cluster: Cluster, scheme, variant, crash: np.ndarray, stale_work: str, rec: RunRecorder):
+    def __init__(
+        self,
+        cluster: Cluster,
+        scheme,
+        variant,
+        crash: np.ndarray,
+        stale_work: str,
+        rec: RunRecorder,
+        learner: Learner | None = None,
+    ):
         self.cluster, self.scheme, self.variant, self.policy = cluster, scheme, variant, variant.policy
-        self.crash, self.finish, self.rec = crash, stale_work == "finish", rec
+        self.crash, self.finish_stale, self.rec, self.learner = crash, stale_work == "finish", rec, learner
+        self.received: list[Result] = []  # the current iteration's used results, in arrival order
         self.pending: list[list[tuple[int, bool]]] = [[] for _ in range(scheme.n)]  # per worker: (iteration, crash)
         self.held: set[int] = set()  # workers with pending jobs
         for column in (rec.compute_start, rec.compute_end, rec.arrival):
             column[:] = np.nan  # a job that never started has no times
 
     def run(self) -> None:
-        for t in range(self.rec.iterations):
+        for _ in self.steps(0, self.rec.iterations):
+            pass
+        self.finish()
+
+    def steps(self, first: int, last: int):
+        """Iterations first..last-1, yielding each one's index once its row of the tables is complete."""
+        for t in range(first, last):
             self.iteration(t)
-        while True:  # late work reports its timings (with ``finish``, workers work through what they hold)
+            yield t
+
+    def finish(self, seconds: float = INF) -> None:
+        """Late work reports its timings, for at most ``seconds`` (with ``finish``, workers work through what
+        they hold)."""
+        until = self.cluster.now + seconds
+        while True:
             self._dispatch(None)
-            event = self.cluster.next_event(INF)
+            event = self.cluster.next_event(until)
             if event is None:
                 break
             self._note(event, None)
@@ -46,6 +74,8 @@ class SynchronousMaster:
     def iteration(self, t: int) -> None:
         cluster, rec = self.cluster, self.rec
         start = cluster.now
+        if self.learner is not None:
+            cluster.publish(self.learner.weights())
         for w in range(self.scheme.n):
             rec.failed[t, w] = cluster.down(w)
             if w in cluster.dead:
@@ -53,12 +83,19 @@ class SynchronousMaster:
                 continue
             self._hold(w, t, bool(self.crash[t, w]))
         self.order: list[int] = []
+        self.received = []
         reason, stop, wake = None, 0.0, self.policy.wake_at()
+        limit = start + cluster.timeout  # infinite in virtual time
         while reason is None:
             self._dispatch(t)
             if self._nothing_more(t) and wake == INF:
                 raise stuck_iteration(self.variant.display_label(), t, self.scheme, self.policy)
-            event = cluster.next_event(start + wake)
+            until = start + wake
+            if limit < until:
+                until = limit
+            event = cluster.next_event(until)
+            if event is None and until < start + wake:
+                raise timed_out_iteration(t, cluster.timeout, len(self.received), self.scheme.n)
             if event is None:  # the wake time: the policy decides before any later result
                 stop, reason = wake, self.policy.stop_now(self.scheme, self.order, wake, self._nothing_more(t))
                 wake = INF
@@ -81,7 +118,7 @@ class SynchronousMaster:
             self.held.discard(w)
             jobs, self.pending[w] = sorted(self.pending[w]), []
             for i, (row, crash) in enumerate(jobs):
-                cluster.submit(w, row, row, crash)
+                cluster.submit(w, row, row, crash, row)
                 if not crash:
                     continue
                 self.rec.failed[row, w] = True
@@ -104,27 +141,54 @@ class SynchronousMaster:
 
     def _note(self, event, t: int | None) -> bool:
         """Record an event; True when it is a result of iteration t that the master now holds."""
-        if type(event) is Result:
+        kind = type(event)
+        if kind is Result:
             job, rec = event.job, self.rec
             w, row = job.worker, job.job
             rec.compute_start[row, w], rec.compute_end[row, w], rec.arrival[row, w] = (
                 event.compute_start, event.compute_end, event.at,
             )  # fmt: skip
+            if event.injected == event.injected:  # measured by a real worker (NaN: the modelled draw stands)
+                rec.injected[row, w] = event.injected
             if row == t and not event.abandoned:
                 rec.used[row, w] = True
                 self.order += self.scheme.messages(w)
+                self.received.append(event)
                 return True
             return False
-        # a Failure was noted at submission (the crash is drawn), and after a Restart
-        # the next dispatch submits the worker's pending jobs
+        if kind is Failure:
+            self._lost(event, t)
+        # a drawn crash was noted at submission, and after a Restart the next dispatch submits the worker's
+        # pending jobs
         return False
 
+    def _lost(self, failure: Failure, t: int | None) -> None:
+        """A worker lost in a way the failure model did not draw: it redoes its job once back (if it comes back)."""
+        job, w = failure.job, failure.worker
+        if job is not None and job.crash:
+            return  # the failure model's crash, noted when it was submitted
+        if t is not None:
+            self.rec.failed[t, w] = True
+        if job is None:
+            return
+        self.rec.failed[job.job, w] = True
+        if w in self.cluster.dead:
+            if job.job == t:
+                self._never(t, w)
+        elif job.job == t or self.finish_stale:
+            self._hold(w, job.job, False)
+
     def _finish(self, t: int, start: float, stop: float, reason: str) -> None:
-        rec = self.rec
+        rec, cluster = self.rec, self.cluster
         rec.start[t], rec.duration[t], rec.end[t], rec.reason[t] = start, stop, start + stop, reason
-        if not self.finish:
+        if not self.finish_stale:
             self.cluster.abandon(self.cluster.running((t,)))
             for w in list(self.held):
                 self.pending[w] = [(row, crash) for row, crash in self.pending[w] if row != t]
                 if not self.pending[w]:
                     self.held.discard(w)
+        if self.learner is not None:
+            rec.loss[t] = self.learner.update(self.received, rescale=False)
+        unanswered = np.flatnonzero(~(rec.used[t] | rec.failed[t]))
+        for w in cluster.restarting(unanswered.tolist()) if unanswered.size else ():
+            rec.failed[t, w] = True  # killed while idle: a real cluster is restarting it

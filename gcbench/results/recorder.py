@@ -25,9 +25,12 @@ class RunRecorder:
         self.exact = np.zeros(iterations, dtype=bool)
         self.residual = np.zeros(iterations)
         self.staleness = np.zeros(iterations)
+        self.loss = np.full(iterations, np.nan)  # when the run trains
+        self.accuracy = np.full(iterations, np.nan)  # where it was evaluated
 
-    def iteration_columns(self) -> dict[str, np.ndarray]:
-        return {
+    def iteration_columns(self, trained: bool = False) -> dict[str, np.ndarray]:
+        """The iterations table's columns; ``trained`` adds loss and accuracy."""
+        columns = {
             "iteration": np.arange(self.iterations),
             "start": self.start,
             "end": self.end,
@@ -38,6 +41,9 @@ class RunRecorder:
             "residual": self.residual,
             "staleness": self.staleness,
         }
+        if trained:
+            columns.update(loss=self.loss, accuracy=self.accuracy)
+        return columns
 
     def worker_columns(self, loads: np.ndarray) -> dict[str, np.ndarray]:
         t, w = np.meshgrid(np.arange(self.iterations), np.arange(self.n), indexing="ij")

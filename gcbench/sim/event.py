@@ -32,9 +32,9 @@ def simulate_event(
         rec.straggling[:], rec.injected[:] = draws.straggling, draws.injected
         SynchronousMaster(cluster, scheme, variant, draws.crash, scenario.stale_work, rec).run()
     else:
-        master = AsynchronousMaster(cluster, variant, draws.crash, rec)
-        master.run()
-        master.record(draws.straggling, draws.injected)
+        AsynchronousMaster(
+            cluster, variant, draws.crash, rec, straggling=draws.straggling, injected=draws.injected
+        ).run()
     cluster.shutdown()
     decoding_quality(rec, scheme)
     return rec
