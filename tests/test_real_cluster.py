@@ -45,9 +45,9 @@ def test_the_time_between_pause_and_resume_is_no_ones():
     cluster.pause()
     paused = cluster.now
     time.sleep(0.2)
-    assert cluster.now - paused >= 0.2
+    assert cluster.now - paused >= 0.15  # (time.time() against sleep's monotonic clock: not to the microsecond)
     cluster.resume()
-    assert 0 <= cluster.now - paused < 0.05
+    assert abs(cluster.now - paused) < 0.05  # (it reads on from the instant of pause, just before `paused`)
 
 
 def test_a_cluster_reads_the_runs_clock_when_given_one():
