@@ -15,9 +15,11 @@ back (a Restart) once its downtime has passed and it has its data again
 good (``downtime: null``) is dead from that job's submission, and killed
 without restart when its exit comes.
 
-Times are seconds on the cluster's clock (gcbench/real/clock.py): wall time since
-its origin, without the time between ``pause()`` and ``resume()`` (variants take
-turns on one machine; late work drained after a pause still reads true times).
+Times are seconds on the cluster's clock (``clock``: a real run's, shared with its
+driver; by default one of its own that starts once the workers are ready): wall
+time since its origin, less the time between ``pause()`` and ``resume()``
+(variants take turns on one machine; the clock reads on after ``pause`` so that
+late work drained then keeps true times, and ``resume`` removes the time since).
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-import os
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -34,6 +35,7 @@ from gcbench.cluster import Cluster, Failure, Job, Restart, Result, register_clu
 from gcbench.errors import GcbenchError
 from gcbench.master import RunStuck
 from gcbench.real.clock import WallClock
+from gcbench.real.processes import alive
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 
 log = logging.getLogger("gcbench")
@@ -56,7 +58,9 @@ class RayCluster(Cluster):
         seed: int = 0,
         device: str | None = None,
         clock: WallClock | None = None,
-    ) -> None:
+    ):
+        """``seed``: the run's (the workers sample their mini-batches with it); ``device``: where workers
+        train (default: the scenario's, resolved); ``clock``: the run's clock (default: one of its own)."""
         import ray
 
         self.ray, self.scenario, self.scheme, self.seed, self.device = ray, scenario, scheme, seed, device
@@ -73,13 +77,14 @@ class RayCluster(Cluster):
         self.pings: dict[Any, int] = {}  # data reloads after an exit, awaited: ref -> worker
         self.events: list = []  # (at, order, event): known events, delivered once their time has come
         self.order = itertools.count()
-        self.down_until = [0.0] * self.n  # wall time: a crashed worker's downtime ends
+        self.down_until = [-INF] * self.n  # when a crashed worker's downtime ends
         self.back = [True] * self.n  # False from an exit until its Restart is delivered
         self._dead: set[int] = set()
-        self.idle_since = [0.0] * self.n  # wall time each worker's last reply was ready
+        self.idle_since = [-INF] * self.n  # when each worker's last reply was ready
         self.pids: dict[int, int] = {}
         self.exits = 0
-        self.clock = clock or WallClock()
+        self.own_clock = clock is None
+        self.clock = WallClock() if clock is None else clock
 
     @classmethod
     def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True) -> RayCluster:
@@ -90,13 +95,8 @@ class RayCluster(Cluster):
     def now(self) -> float:
         return self.clock.now()
 
-    @property
-    def origin(self) -> float:
-        """The wall time (``time.time()``) the clock reads 0 at."""
-        return self.clock.origin
-
     def pause(self) -> None:
-        """Another variant's turn starts: the time until ``resume`` is no one's."""
+        """Another variant's turn begins: the time until ``resume`` is no one's."""
         self.clock.pause()
 
     def resume(self) -> None:
@@ -105,7 +105,7 @@ class RayCluster(Cluster):
     # -- starting ---------------------------------------------------------------------------------
     def start(self, data=None) -> None:
         """Start the actors: GradientWorkers holding their partitions of ``data``, or sleepers without data.
-        The clock starts once every worker is ready."""
+        A clock of the cluster's own starts once every worker is ready."""
         from gcbench.real.sleeper import SleepingWorker
 
         options = {"concurrency_groups": {"control": 1}, "num_cpus": 0, "max_restarts": -1}
@@ -117,7 +117,8 @@ class RayCluster(Cluster):
             self.trains, self.delay = True, 0.0  # a real network's time is its own
             self.actors = self._gradient_workers(data, options)
         self._wait_ready()
-        self.clock.continue_from(0.0)
+        if self.own_clock:
+            self.clock = WallClock()
 
     def _transfer(self) -> float:
         bandwidth = self.scenario.network.bandwidth
@@ -193,7 +194,7 @@ class RayCluster(Cluster):
 
     def down(self, worker: int) -> bool:
         """Dead, or crashed and not back (downtime running, restart unconfirmed), or a crash on its queue."""
-        if worker in self._dead or not self.back[worker] or time.time() < self.down_until[worker]:
+        if worker in self._dead or not self.back[worker] or self.now < self.down_until[worker]:
             return True
         return any(job.worker == worker and job.crash for job in self.jobs.values())
 
@@ -281,12 +282,11 @@ class RayCluster(Cluster):
         self.batches.pop(job, None)
         if not reply["started"]:
             return  # abandoned before it began: it never ran
-        self.idle_since[job.worker] = reply["compute_end"]
+        self.idle_since[job.worker] = self.clock.at(reply["compute_end"])
         self._schedule(*self._result(job, reply))
 
     def _result(self, job: Job, reply: dict) -> tuple[float, Result]:
-        origin = self.origin
-        start, end = reply["compute_start"] - origin, reply["compute_end"] - origin
+        start, end = self.clock.at(reply["compute_start"]), self.clock.at(reply["compute_end"])
         at = max(self.now, end + self.delay)  # the modelled network holds a timing-only result back
         injected = reply.get("injected", float("nan"))
         result = Result(job, at, start, end, reply.get("messages"), reply["abandoned"], reply.get("losses"), injected)
@@ -301,11 +301,11 @@ class RayCluster(Cluster):
         running = min(crashed or lost, key=lambda other: other.sent)
         self.queued[w] = [other for other in lost if other is not running] + self.queued[w]
         self.batches.pop(running, None)
-        noticed = time.time()
+        noticed = self.now
         # a drawn crash exits as its job starts: once sent, and once the worker's previous job was done
-        exited = min(noticed, max(running.sent + self.origin, self.idle_since[w])) if running.crash else noticed
+        exited = min(noticed, max(running.sent, self.idle_since[w])) if running.crash else noticed
         self._warn_once(w, running.crash)
-        self._schedule(exited - self.origin, Failure(w, exited - self.origin, running))
+        self._schedule(exited, Failure(w, exited, running))
         self.back[w] = False
         if w in self._dead:
             self._lose(w)
@@ -347,7 +347,7 @@ class RayCluster(Cluster):
             self._dead.add(w)  # Ray could not restart it: lost for good
             self._lose(w)
             return
-        at = max(time.time(), self.down_until[w]) - self.origin
+        at = max(self.now, self.down_until[w])
         self._schedule(at, Restart(w, at))
 
     def _lose(self, w: int) -> None:
@@ -378,7 +378,7 @@ class RayCluster(Cluster):
             time.sleep(0.02)
 
     def _live_processes(self) -> list[int]:
-        return [pid for pid in self.pids.values() if _alive(pid)]
+        return [pid for pid in self.pids.values() if alive(pid)]
 
     def leftovers(self) -> list[str]:
         """Worker processes still alive (on this machine), and jobs, reloads or events still pending."""
@@ -386,16 +386,3 @@ class RayCluster(Cluster):
         counts = {"jobs in flight": len(self.jobs), "reloads awaited": len(self.pings)}
         counts.update({"events not taken": len(self.events), "jobs queued": sum(map(len, self.queued))})
         return lines + [f"{count} {what}" for what, count in counts.items() if count]
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` runs here (a zombie, exited but not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True  # no /proc (macOS): it answered the signal

@@ -69,8 +69,9 @@ def local_ray_options() -> dict:
     When an actor's process exits, Ray fails its tasks only once it has the
     death's cause, or after ``timeout_ms_task_wait_for_death_info`` (1 s): the
     cause came late on these machines, so a crash was noticed 1.4 to 1.9 s after
-    the exit. Without the wait it is noticed within 15 ms (measured with
-    tests/test_cluster_conformance.py's crash checks); gcbench never shows the cause.
+    the exit. Without the wait it is noticed within 8 to 15 ms (12 crashes in a
+    row); gcbench never shows the cause. The Ray crash checks of
+    tests/test_cluster_conformance.py fail without it.
     """
     config = {} if METRICS in os.environ else {"enable_metrics_collection": False}
     if DEATH_INFO_WAIT not in os.environ:

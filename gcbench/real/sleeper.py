@@ -45,6 +45,10 @@ class RayWorker:
     def receive(self, shards: dict[int, list]) -> None:
         """Keep the data of the partitions (a worker that does not train has none)."""
 
+    def has_data(self) -> bool:
+        """Whether ``load`` gave it its data since it (re)started."""
+        return self.loaded
+
     def abandon(self, job: int) -> None:
         self.abandoned.add(job)
 
@@ -53,7 +57,7 @@ class RayWorker:
         not run (its reply, returned at once); otherwise None and the job runs."""
         if crash:
             os._exit(CRASH_EXIT_CODE)
-        if not self.loaded:
+        if not self.has_data():
             raise WorkerRestarted(f"worker {self.worker} was restarted and has no data yet")
         if job in self.abandoned:
             return {"started": False}

@@ -31,7 +31,7 @@ class GradientWorker(RayWorker):
         super().__init__(worker)
         torch.set_num_threads(setup.get("threads", 1))
         self.scheme = make_scheme(scheme["name"], n=scheme["n"], s=scheme["s"], **scheme["params"])
-        self.shards: dict[int, tuple] = {}  # partition -> (images, labels, shard offset), from load
+        self.shards: dict[int, tuple] | None = None  # partition -> (images, labels, shard offset), from load
         self.device = torch.device(setup["device"])
         self.model = build_model(setup["model"], setup["classes"], setup["seed"]).to(self.device)
         self.flat = share_flat_storage(self.model)  # loading weights is one copy
@@ -42,6 +42,9 @@ class GradientWorker(RayWorker):
         import ray
 
         self.shards = {j: ray.get(refs[0]) for j, refs in shards.items()}
+
+    def has_data(self) -> bool:
+        return self.shards is not None
 
     def compute(
         self,

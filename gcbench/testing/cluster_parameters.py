@@ -34,10 +34,11 @@ class ClusterTestParameters:
 CLUSTER_TEST_PARAMETERS: dict[str, ClusterTestParameters] = {
     # virtual time: every time is the model's, to rounding; the SimPy cluster passes every check
     "simpy": ClusterTestParameters(module="gcbench.sim.cluster"),
-    # wall time, on a local Ray instance (tests/conftest.py's local_ray). Measured on the 2-core dev machine,
-    # shared, three rounds of every check (times within 7.5 ms of the model, the worst an abandoned worker
-    # taking its next job): a tolerance of 50 ms, a fifth of the unit. Ray restarts an actor in 0.7 to 1.0 s
-    # (a new process), so its crash checks use a downtime of 2 s. It passes every check.
+    # wall time, on a local Ray instance (tests/conftest.py's local_ray). Measured on the shared 2-core dev
+    # machine, every check's compared times against the model: worst 6.7 ms in three rounds at these
+    # parameters, 7.5 ms in nine at units of 0.25 to 0.5 s (the worst: an abandoned worker taking its next
+    # job); a tolerance of 50 ms, a fifth of the unit. Ray restarts an actor in 0.6 to 1.0 s (a new
+    # process), so its crash checks use a downtime of 2 s. It passes every check.
     "ray": ClusterTestParameters(
         module="gcbench.real.cluster", unit=0.25, tolerance=0.05, fixture="local_ray", downtime=8.0
     ),
