@@ -104,7 +104,8 @@ def test_one_exit_is_one_failure_at_its_jobs_start_and_the_job_queued_behind_it_
         failure, done, restart, after = events
         assert done.job is first and failure.job is crashed and after.job is behind
         assert failure.at == pytest.approx(done.compute_end, abs=0.05)  # exited as the crashed job started
-        assert restart.at == pytest.approx(failure.at + 1.5, abs=0.05)
+        # not before the downtime; later only when Ray's restart takes longer (it does on a loaded machine)
+        assert failure.at + 1.5 - 0.05 <= restart.at < failure.at + 1.5 + 10
         assert after.compute_start == pytest.approx(restart.at, abs=0.05)
     finally:
         cluster.shutdown()
