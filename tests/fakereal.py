@@ -1,25 +1,26 @@
-"""A stand-in for the Ray master, so the real run's driver (turns, checkpoints, resume, run.json, signals) is
-tested in one process in a second, without Ray. It trains the real model a little so checkpoints are real ones.
+"""A stand-in for the Ray cluster, so the real run's driver (turns, checkpoints, resume, run.json, signals) is
+tested in one process in a second, without Ray. It implements the cluster protocol in wall time and sends
+encoded constant gradients, so the one master and the learner run as on Ray and checkpoints are real ones.
 
-``FakeMaster.log`` records (variant label, seed, iteration) in the order they ran; ``FakeMaster.events`` maps
+``FakeCluster.log`` records (variant label, seed, iteration) in the order they ran; ``FakeCluster.events`` maps
 (label, seed, iteration) to what happens at that iteration: "interrupt" (Ctrl-C), "sigterm", or "stuck".
-The last worker never sends in time: its timings come late, from ``finish``, as a straggler's do.
+The last worker is slow: the FR variant stops without it and its abandoned work reports late, as a straggler's.
 """
 
 from __future__ import annotations
 
+import heapq
 import os
 import signal
 import time
 
+import numpy as np
 import pytest
 import torch
 
-from gcbench.real.cluster import ClusterStuck
-from gcbench.real.master import Step
+from gcbench.cluster import Cluster, Job, Result
+from gcbench.master import RunStuck
 from gcbench.training.data import synthetic
-from gcbench.training.gradients import FlatModel
-from gcbench.training.models import build_model
 
 DATA = synthetic(train=256, test=64)
 
@@ -32,67 +33,107 @@ variants: [{label: uncoded, scheme: uncoded, policy: wait_all}, {label: FR s=1, 
 training: {dataset: synthetic, batch_size: 32, eval_every: 100, checkpoint_every: 2, device: cpu}
 """
 
+FAST, SLOW = 0.001, 0.02  # seconds a job takes: every worker's, and the last one's
 
-class FakeMaster:
+
+class FakeCluster(Cluster):
     log: list[tuple[str, int, int]] = []
     events: dict[tuple[str, int, int], str] = {}
 
-    def __init__(self, scenario, variant, scheme, data, seed) -> None:
-        self.label, self.seed, self.scheme = variant.display_label(), seed, scheme
-        self.model = build_model(scenario.training.model, data.classes, seed)
-        self.flat = FlatModel(self.model, scenario.training)
-        self.optimizer = self.flat.optimizer
-        self.origin = time.time()
-        self.late: list[dict] = []
+    def __init__(self, scenario, variant, scheme, seed, draws, clock) -> None:
+        self.n, self.scheme, self.label, self.seed, self.clock = scheme.n, scheme, variant.display_label(), seed, clock
+        self.timeout = 60.0
+        self.queue: list[tuple[float, int, Result]] = []
+        self.abandoned: set[int] = set()
+        self.weights = None
 
-    def steps(self, first: int, last: int):
-        for t in range(first, last):
-            event = self.events.get((self.label, self.seed, t))
-            if event == "interrupt":
-                raise KeyboardInterrupt
-            if event == "sigterm":
-                os.kill(os.getpid(), signal.SIGTERM)
-                time.sleep(5)  # the handler raises here
-            if event == "stuck":
-                raise ClusterStuck(f"variant '{self.label}': iteration {t} can never finish (fake).")
-            self.log.append((self.label, self.seed, t))
-            yield self._step(t)
+    @property
+    def now(self) -> float:
+        return self.clock.now()
 
-    def _step(self, t: int) -> Step:
-        start = time.time()
-        self.flat.step(torch.full_like(self.flat.flat, 1e-3 * (t + 1)))
-        end = time.time() + 0.001
-        used = range(self.scheme.n - 1)
-        timings = {w: {"compute_start": start, "ready": end, "injected": 0.0} for w in used}
-        last = self.scheme.n - 1
-        self.late = [{"iteration": t, "worker": last, "compute_start": start, "compute_end": end + 0.01,
-                      "injected": 0.2, "arrival": end + 0.02}]  # fmt: skip
-        return Step(torch.zeros(1), start, end, "all_arrived", True, 0.0, 2.0 / (t + 1),
-                    arrivals={w: end - start for w in used}, timings=timings)  # fmt: skip
+    @property
+    def dead(self) -> set[int]:
+        return set()
 
-    def finish(self) -> list[dict]:
-        late, self.late = self.late, []
-        return late
+    def publish(self, weights) -> None:
+        self.weights = np.array(weights)
+
+    def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
+        if worker == 0:
+            self._happen(job)
+        now, batch = self.clock.now(), row if batch is None else batch
+        delay = SLOW if worker == self.n - 1 else FAST
+        partitions = self.scheme.partitions(worker)
+        grads = {j: torch.full((len(self.weights),), 1e-3 * (batch + 1)) for j in partitions}
+        messages = [m.numpy() for m in self.scheme.encode(worker, grads)]
+        handle = Job(worker, job, row, now, crash)
+        losses = {j: 2.0 / (batch + 1) / self.scheme.k for j in partitions}
+        result = Result(handle, now + delay, now, now + delay / 2, messages, losses=losses, injected=delay / 2)
+        heapq.heappush(self.queue, (result.at, id(result), result))
+        return handle
+
+    def _happen(self, t: int) -> None:
+        event = self.events.get((self.label, self.seed, t))
+        if event == "interrupt":
+            raise KeyboardInterrupt
+        if event == "sigterm":
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises here
+        if event == "stuck":
+            raise RunStuck(f"variant '{self.label}': iteration {t} can never finish (fake).")
+        self.log.append((self.label, self.seed, t))
+
+    def next_event(self, until: float):
+        if not self.queue or self.queue[0][0] > until:
+            if until < float("inf"):
+                time.sleep(max(0.0, until - self.clock.now()))
+            return None
+        at, _, result = heapq.heappop(self.queue)
+        time.sleep(max(0.0, at - self.clock.now()))
+        result.abandoned = result.job.job in self.abandoned and result.job.worker == self.n - 1
+        return result
+
+    def abandon(self, jobs) -> None:
+        self.abandoned.update(job.job for job in jobs)
+
+    def down(self, worker: int) -> bool:
+        return False
+
+    def running(self, job_ids):
+        ids = set(job_ids)
+        return [result.job for _, _, result in self.queue if result.job.job in ids]
+
+    def pending(self) -> bool:
+        return bool(self.queue)
+
+    def drain(self, seconds: float):
+        until, events = self.clock.now() + seconds, []
+        while (event := self.next_event(until)) is not None:
+            events.append(event)
+        return events
 
     def shutdown(self) -> None:
-        pass
+        self.queue.clear()
+
+    def leftovers(self) -> list[str]:
+        return [f"{len(self.queue)} jobs in flight"] if self.queue else []
 
 
-def patch_ray(monkeypatch: pytest.MonkeyPatch) -> type[FakeMaster]:
-    """Put FakeMaster in Ray's place (and small synthetic data in the scenario's)."""
+def patch_ray(monkeypatch: pytest.MonkeyPatch) -> type[FakeCluster]:
+    """Put FakeCluster in Ray's place (and small synthetic data in the scenario's)."""
     import gcbench.real.runner as runner
     import gcbench.real.variant as variant
     import gcbench.training.data as data
 
-    FakeMaster.log, FakeMaster.events = [], {}
-    monkeypatch.setattr(variant, "master_for", FakeMaster)
+    FakeCluster.log, FakeCluster.events = [], {}
+    monkeypatch.setattr(variant, "cluster_for", FakeCluster)
     monkeypatch.setattr(variant, "master_threads", lambda workers: 1)
     monkeypatch.setattr(runner, "start_ray", lambda address: None)
     monkeypatch.setattr(data, "load_data", lambda scenario: DATA)
-    return FakeMaster
+    return FakeCluster
 
 
 @pytest.fixture
 def fake_ray(monkeypatch):
-    """The real run's driver with FakeMaster instead of Ray; yields FakeMaster (its log and events)."""
+    """The real run's driver with FakeCluster instead of Ray; yields FakeCluster (its log and events)."""
     yield patch_ray(monkeypatch)

@@ -1,12 +1,17 @@
-"""Shared pieces of the real-mode tests: a tiny scenario, synthetic data, and the single-process reference."""
+"""Shared pieces of the real-mode tests: a tiny scenario, synthetic data, a real run driven one iteration at a
+time (the one master on Ray, with its learner), and the single-process reference."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import numpy as np
 import torch
 
-from gcbench.real.master import RayMaster
-from gcbench.scenario.build import scheme_for
+from gcbench.master import SynchronousMaster, decoding_quality
+from gcbench.real.variant import VariantRun
 from gcbench.scenario.schema import Scenario
+from gcbench.training.batches import PartitionSampler
 from gcbench.training.data import synthetic
 from gcbench.training.gradients import flat_parameters, load_flat_parameters, partition_gradient
 from gcbench.training.models import build_model
@@ -37,15 +42,81 @@ def scenario(
     )
 
 
-def make_master(sc: Scenario, master_class=RayMaster) -> RayMaster:
-    return master_class(sc, sc.variants[0], scheme_for(sc, sc.variants[0]), DATA, seed=0, device="cpu")
+class RealRun:
+    """Variant 0 of a scenario with seed 0, on Ray, driven as the tests need it: ``step(t)`` runs one
+    synchronous iteration, ``updates(first, last)`` a block of asynchronous ones; each gives a view of its row
+    of the tables (and the gradient the learner stepped with). ``crash`` and ``straggling``: the (iteration or
+    draw row, worker) pairs the failure and straggling models draw, replacing the scenario's draws."""
+
+    def __init__(self, sc: Scenario, crash=None, straggling=None) -> None:
+        self.run = run = VariantRun(sc, 0, 0, DATA, None)
+        for pairs, draws in ((crash, run.draws.crash), (straggling, run.draws.straggling)):
+            if pairs is not None:
+                draws[:] = False
+                for t, w in pairs:
+                    draws[t, w] = True
+        run.rec.straggling[:] = run.draws.straggling
+        self.scenario, self.scheme = sc, run.scheme
+        self.master = run._start()
+        self.cluster, self.learner, self.rec = run.cluster, run.learner, run.rec
+        self.model = self.learner.model
+        self.sampler = PartitionSampler(len(DATA.train_labels), self.scheme.k, sc.training.batch_size, 0)
+        self.gradients: list[torch.Tensor] = []
+        step = self.learner.flat.step
+        self.learner.flat.step = lambda gradient: (self.gradients.append(gradient.clone()), step(gradient))[1]
+
+    @property
+    def actors(self) -> list:
+        return self.cluster.actors
+
+    def step(self, t: int) -> SimpleNamespace:
+        assert isinstance(self.master, SynchronousMaster)
+        for _ in self.master.steps(t, t + 1):
+            pass
+        return self._view(t, self.gradients[-1])
+
+    def updates(self, first: int, last: int) -> list[SimpleNamespace]:
+        done = len(self.gradients)
+        for _ in self.master.steps(first, last):
+            pass
+        return [self._view(t, self.gradients[done + t - first]) for t in range(first, last)]
+
+    def finish(self) -> None:
+        """Late work reports its timings into the tables."""
+        if isinstance(self.master, SynchronousMaster):
+            self.master.finish(5.0)
+
+    def _view(self, t: int, gradient: torch.Tensor) -> SimpleNamespace:
+        rec = self.rec
+        decoding_quality(rec, self.scheme, [t])
+        used = np.flatnonzero(rec.used[t]).tolist()
+        return SimpleNamespace(
+            reason=rec.reason[t], exact=bool(rec.exact[t]), residual=float(rec.residual[t]), loss=float(rec.loss[t]),
+            start=float(rec.start[t]), end=float(rec.end[t]), staleness=float(rec.staleness[t]), gradient=gradient,
+            arrivals={w: float(rec.arrival[t, w] - rec.start[t]) for w in used},
+            failed=set(np.flatnonzero(rec.failed[t]).tolist()), straggling=rec.straggling[t].tolist(),
+            timings={w: self.worker(t, w) for w in used},
+        )  # fmt: skip
+
+    def worker(self, t: int, w: int) -> dict:
+        """Worker w's row of iteration t in the workers table."""
+        rec = self.rec
+        return {"compute_start": float(rec.compute_start[t, w]), "compute_end": float(rec.compute_end[t, w]),
+                "injected": float(rec.injected[t, w]), "arrival": float(rec.arrival[t, w])}  # fmt: skip
+
+    def shutdown(self) -> None:
+        self.run.close()
 
 
-def current_weights(master: RayMaster) -> torch.Tensor:
-    return flat_parameters(master.model).clone()
+def make_run(sc: Scenario, crash=None, straggling=None) -> RealRun:
+    return RealRun(sc, crash, straggling)
 
 
-def reference_gradient(master: RayMaster, weights: torch.Tensor, t: int) -> torch.Tensor:
+def current_weights(real: RealRun) -> torch.Tensor:
+    return flat_parameters(real.model).clone()
+
+
+def reference_gradient(master: RealRun, weights: torch.Tensor, t: int) -> torch.Tensor:
     """The single-process gradient of iteration t's whole mini-batch, at the same weights.
 
     It is summed over the scheme's partitions, as the workers compute it: for a

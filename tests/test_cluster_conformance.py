@@ -8,21 +8,42 @@ from gcbench.cluster import Failure, Job
 from gcbench.testing.cluster_checks import cluster_checks, registered_clusters
 from gcbench.testing.cluster_parameters import CLUSTER_TEST_PARAMETERS
 
-CASES = [(name, check, reason) for name in registered_clusters() for check, reason in cluster_checks(name)]
+
+def cases(fixture: str | None) -> list:
+    """The suite's checks on every registered cluster that needs ``fixture`` running (None: nothing)."""
+    return [
+        pytest.param(name, check, reason, id=f"{name}-{check.__name__}")
+        for name in registered_clusters()
+        if CLUSTER_TEST_PARAMETERS[name].fixture == fixture
+        for check, reason in cluster_checks(name)
+    ]
 
 
-@pytest.mark.parametrize(
-    ("name", "check", "reason"), CASES, ids=[f"{name}-{check.__name__}" for name, check, _ in CASES]
-)
-def test_every_registered_cluster_passes_the_conformance_suite(name, check, reason):
+def run_check(name, check, reason):
     if reason is not None:
         pytest.skip(f"{name} is excused from {check.__name__}: {reason}")
     check(name)
 
 
+@pytest.mark.parametrize(("name", "check", "reason"), cases(None))
+def test_every_registered_cluster_passes_the_conformance_suite(name, check, reason):
+    run_check(name, check, reason)
+
+
+@pytest.mark.parametrize(("name", "check", "reason"), cases("local_ray"))
+def test_every_ray_cluster_passes_the_conformance_suite_on_a_local_ray_instance(local_ray, name, check, reason):
+    """Slow (the local_ray fixture marks it): Ray starts in seconds, and these checks wait in wall time."""
+    run_check(name, check, reason)
+
+
+def test_every_backend_needs_a_fixture_this_module_provides():
+    fixtures = {parameters.fixture for parameters in CLUSTER_TEST_PARAMETERS.values()}
+    assert fixtures <= {None, "local_ray"}, f"add a test for clusters that need {fixtures - {None, 'local_ray'}}"
+
+
 def test_every_registered_cluster_has_test_parameters():
     assert set(registered_clusters()) <= set(CLUSTER_TEST_PARAMETERS)
-    assert "simpy" in registered_clusters()
+    assert {"simpy", "ray"} <= set(registered_clusters())
 
 
 def test_every_known_exception_gives_its_reason():

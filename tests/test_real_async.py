@@ -8,11 +8,10 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is part of the [real] extra")
 ray = pytest.importorskip("ray", reason="ray is part of the [real] extra")
 
-from gcbench.real.asynchronous import AsyncRayMaster  # noqa: E402
 from gcbench.training.gradients import load_flat_parameters, partition_gradient  # noqa: E402
 from gcbench.training.models import build_model  # noqa: E402
 
-from realhelpers import DATA, current_weights, make_master, relative_error, scenario  # noqa: E402
+from realhelpers import DATA, current_weights, make_run, relative_error, scenario  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("local_ray")
 
@@ -31,10 +30,10 @@ def partition_reference(master, weights: torch.Tensor, batch: int, partition: in
 def test_async_applies_each_result_as_a_mean_gradient_and_records_staleness():
     """async (k = 1), uncoded: update 0 is the first result alone, scaled to a mean over its samples."""
     sc = scenario({"scheme": "uncoded", "policy": "async"}, iterations=12)
-    master = make_master(sc, AsyncRayMaster)
+    master = make_run(sc)
     weights = current_weights(master)
     try:
-        steps = list(master.steps(0, 12))
+        steps = master.updates(0, 12)
     finally:
         master.shutdown()
     first = steps[0]
@@ -49,9 +48,9 @@ def test_async_applies_each_result_as_a_mean_gradient_and_records_staleness():
 
 def test_k_async_waits_for_k_distinct_workers():
     sc = scenario({"scheme": "fr", "s": 1, "policy": {"name": "k_async", "k": 2}}, iterations=6)
-    master = make_master(sc, AsyncRayMaster)
+    master = make_run(sc)
     try:
-        steps = list(master.steps(0, 6))
+        steps = master.updates(0, 6)
     finally:
         master.shutdown()
     assert len(steps) == 6 and all(len(step.timings) == 2 for step in steps)
@@ -65,16 +64,13 @@ def test_an_async_worker_that_crashes_comes_back_and_every_update_happens():
         failures={"model": "crash", "probability": 0.5, "downtime": 0.0},
         iterations=8,
     )
-    master = make_master(sc, AsyncRayMaster)
-    master.crash = np.zeros_like(master.crash)
-    master.crash[1, 2] = True  # worker 2's second job
+    master = make_run(sc, crash=[(1, 2)])  # worker 2's second job
     try:
-        steps = list(master.steps(0, 8))
-        master.finish()
+        steps = master.updates(0, 8)
     finally:
         master.shutdown()
     assert len(steps) == 8 and any(2 in step.failed for step in steps)
-    assert master.cluster.failures == 1
+    assert master.cluster.exits == 1
 
 
 def test_async_with_every_worker_dead_for_good_is_a_clear_error():
@@ -84,11 +80,10 @@ def test_async_with_every_worker_dead_for_good_is_a_clear_error():
         failures={"model": "crash", "probability": 0.5, "downtime": None},
         iterations=4,
     )
-    master = make_master(sc, AsyncRayMaster)
-    master.crash = np.ones_like(master.crash)
+    master = make_run(sc, crash=[(t, w) for t in range(4) for w in range(2)])
     try:
         with pytest.raises(Exception, match="every worker crashed for good"):
-            list(master.steps(0, 4))
+            master.updates(0, 4)
     finally:
         master.shutdown()
 

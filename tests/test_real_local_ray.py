@@ -16,7 +16,12 @@ pytest.importorskip("torch", reason="torch is part of the [real] extra")
 
 from gcbench.real.runner import start_ray  # noqa: E402
 
-SETTINGS = ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_enable_metrics_collection", "RAY_AUTH_MODE")
+SETTINGS = (
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER",
+    "RAY_enable_metrics_collection",
+    "RAY_AUTH_MODE",
+    "RAY_timeout_ms_task_wait_for_death_info",
+)
 
 
 @pytest.fixture
@@ -36,13 +41,15 @@ def ray_calls(monkeypatch) -> dict:
 def test_a_local_instance_is_loopback_only_without_metrics_export(ray_calls):
     start_ray(None)
     assert ray_calls["environment"]["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
-    assert ray_calls["_system_config"] == {"enable_metrics_collection": False}
+    config = {"enable_metrics_collection": False, "timeout_ms_task_wait_for_death_info": 0}
+    assert ray_calls["_system_config"] == config  # a worker's exit is noticed at once, not after a second
     assert ray_calls["include_dashboard"] is False
 
 
 def test_a_users_ray_settings_are_respected(ray_calls, monkeypatch):
     monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "1")
     monkeypatch.setenv("RAY_enable_metrics_collection", "1")
+    monkeypatch.setenv("RAY_timeout_ms_task_wait_for_death_info", "1000")
     start_ray(None)
     assert ray_calls["environment"]["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "1"
     assert "_system_config" not in ray_calls

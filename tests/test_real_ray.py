@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("torch", reason="torch is part of the [real] extra")
 ray = pytest.importorskip("ray", reason="ray is part of the [real] extra")
 
-from realhelpers import DATA, current_weights, make_master, reference_gradient, relative_error, scenario  # noqa: E402
+from realhelpers import DATA, current_weights, make_run, reference_gradient, relative_error, scenario  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("local_ray")
 
@@ -34,7 +34,7 @@ def test_decoded_gradient_equals_the_single_process_gradient(variant):
     s = variant.get("s", 0)
     slow = {"model": "fixed", "workers": list(range(s)), "delay": 0.5} if s else None
     sc = scenario(variant, slow)
-    master = make_master(sc)
+    master = make_run(sc)
     try:
         for t in range(2):
             weights = current_weights(master)
@@ -51,7 +51,7 @@ def test_resnet18_decodes_exactly_and_the_master_evaluates_with_calibrated_batch
     from gcbench.training.evaluation import evaluate_master
 
     sc = scenario({"scheme": "fr", "s": 1}, workers=2, training={"model": "resnet18", "batch_size": 8})
-    master = make_master(sc)
+    master = make_run(sc)
     try:
         for t in range(2):
             weights = current_weights(master)
@@ -68,9 +68,7 @@ def test_resnet18_decodes_exactly_and_the_master_evaluates_with_calibrated_batch
 def test_an_abandoned_straggler_does_not_slow_the_next_iteration():
     """Worker 0 is delayed 2 s in iteration 0 only; FR moves on, and worker 0 is free again at once."""
     sc = scenario({"scheme": "fr", "s": 1}, {"model": "fixed", "workers": [0], "delay": 2.0})
-    master = make_master(sc)
-    master.straggling = np.zeros_like(master.straggling)
-    master.straggling[0, 0] = True  # only iteration 0
+    master = make_run(sc, straggling=[(0, 0)])  # only iteration 0
     try:
         first = master.step(0)
         assert first.end - first.start < 1.5 and 0 not in first.arrivals
@@ -88,17 +86,15 @@ def test_with_stale_work_finish_a_straggler_completes_its_old_iteration_first():
     """Worker 0 is delayed 1 s in iteration 0; FR moves on, and worker 0 finishes that work before iteration 1's."""
     sc = scenario({"scheme": "fr", "s": 1}, {"model": "fixed", "workers": [0], "delay": 1.0})
     sc = sc.model_copy(update={"stale_work": "finish"})
-    master = make_master(sc)
-    master.straggling = np.zeros_like(master.straggling)
-    master.straggling[0, 0] = True
+    master = make_run(sc, straggling=[(0, 0)])
     try:
         first = master.step(0)
         assert first.end - first.start < 0.9 and 0 not in first.arrivals
         master.step(1)
-        late = {(row["iteration"], row["worker"]): row for row in master.finish()}
+        master.finish()
     finally:
         master.shutdown()
-    finished = late[(0, 0)]
+    finished = master.worker(0, 0)
     assert finished["injected"] == pytest.approx(1.0, abs=0.05), "the stale work was cut short"
     assert np.isfinite(finished["arrival"]) and finished["arrival"] >= first.start + 1.0
 

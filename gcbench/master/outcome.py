@@ -20,11 +20,13 @@ class ClusterTimeout(RunStuck):
     """A wall-clock cluster delivered nothing the master could use within ``training.timeout``."""
 
 
-def decoding_quality(rec: RunRecorder, scheme: Scheme) -> None:
-    """Exact or approximate per iteration, with the residual of approximate decodes."""
-    guaranteed = scheme.exact & np.isin(rec.reason, ["decodable", "all_arrived"]) & ~rec.failed.any(axis=1)
-    rec.exact[:] = guaranteed
-    pending = np.flatnonzero(~guaranteed)
+def decoding_quality(rec: RunRecorder, scheme: Scheme, rows: np.ndarray | None = None) -> None:
+    """Exact or approximate per iteration (of ``rows``, default all), with the residual of approximate decodes."""
+    rows = np.arange(rec.iterations) if rows is None else np.asarray(rows, dtype=np.int64)
+    reason, failed = rec.reason[rows], rec.failed[rows]
+    guaranteed = scheme.exact & np.isin(reason, ["decodable", "all_arrived"]) & ~failed.any(axis=1)
+    rec.exact[rows] = guaranteed
+    pending = rows[~guaranteed]
     if scheme.symmetric:  # one decoding per distinct count of received messages
         counts = rec.used[pending].sum(axis=1)
         for count in np.unique(counts):

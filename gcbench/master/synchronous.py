@@ -66,6 +66,8 @@ class SynchronousMaster:
         until = self.cluster.now + seconds
         while True:
             self._dispatch(None)
+            if not self.cluster.pending():
+                break  # (a wall clock would wait out the seconds for nothing)
             event = self.cluster.next_event(until)
             if event is None:
                 break

@@ -3,7 +3,7 @@
 Workers compute continuously; a worker whose result is used restarts at once on
 the newest model, so results can be stale. ``k_async`` waits for k results from
 distinct workers, ``k_batch_async`` for any k results, ``async`` is k = 1.
-The simulator runs them on its event engine, real mode on Ray (gcbench/real/asynchronous.py).
+The one master (gcbench/master/asynchronous.py) runs them, on the SimPy cluster and on Ray alike.
 """
 
 from __future__ import annotations

@@ -1,179 +1,213 @@
-"""The Ray workers of one run: their actors, the jobs in flight, and which workers are down.
+"""The Ray cluster: n worker actors behind the cluster protocol, in wall time.
 
-Both masters (synchronous and asynchronous) dispatch jobs here and take events
-as they come: a result, a worker failure, or a restarted worker. A failure is a
-job whose actor died: one the failure model crashed on purpose (the worker
-exits as the job starts), or any other. Ray restarts the actor
-(``max_restarts=-1``); the worker is down until its downtime has passed and it
-has its data back (``load``, which waits for the restart). A worker the failure model crashes for good
-(``downtime: null``) is killed without restart.
+With a Dataset, ``start`` puts the partitions' shards in the object store and
+starts GradientWorker actors that train (gcbench/real/worker.py); without one
+(a timing-only run, the cluster conformance suite) each job sleeps its modelled
+compute time, the run's ``busy`` draw, and its result is held back for the
+network's latency and transfer, as the simulator's would be.
+
+A failure is a worker process's exit: one the failure model drew (the worker
+exits as the crashed job starts), or any other. One exit is one Failure, with
+the job that was running; the jobs queued behind it on the worker run again
+once it is back. Ray restarts the actor (``max_restarts=-1``); the worker is
+back (a Restart) once its downtime has passed and it has its data again
+(``load``, which waits for the restart). A worker the failure model crashes for
+good (``downtime: null``) is dead from that job's submission, and killed
+without restart when its exit comes.
+
+Times are seconds on the cluster's clock (``clock``: a real run's, shared with its
+driver; by default one of its own that starts once the workers are ready): wall
+time since its origin, less the time between ``pause()`` and ``resume()``
+(variants take turns on one machine; the clock reads on after ``pause`` so that
+late work drained then keeps true times, and ``resume`` removes the time since).
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
+from gcbench.cluster import Cluster, Failure, Job, Restart, Result, register_cluster
 from gcbench.errors import GcbenchError
-from gcbench.real.worker import GradientWorker, WorkerRestarted
+from gcbench.master import RunStuck
+from gcbench.real.clock import WallClock
+from gcbench.real.processes import alive
+from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 
 log = logging.getLogger("gcbench")
+INF = float("inf")
 
 
-class ClusterStuck(GcbenchError):
+class ClusterStuck(RunStuck):
     """No usable set of results can arrive, or none did within the timeout."""
 
 
-@dataclass(frozen=True)
-class Job:
-    """One compute call: worker, job id (what ``abandon`` refers to), when it was sent, whether it crashes."""
+@register_cluster("ray")
+class RayCluster(Cluster):
+    """One actor per worker; a job on a busy worker queues behind on its actor, one on a down worker here."""
 
-    worker: int
-    job: int
-    sent: float
-    crash: bool
-
-
-@dataclass(frozen=True)
-class Event:
-    """What ``WorkerCluster.next_event`` returns: ``kind`` is "result", "failed" or "restarted"."""
-
-    kind: str
-    worker: int
-    job: Job | None = None
-    result: dict[str, Any] | None = None
-    at: float = 0.0
-
-
-class WorkerCluster:
-    """n GradientWorker actors, each holding its partitions' data (references the cluster keeps alive)."""
-
-    def __init__(self, scheme, shards: list, setup: dict[str, Any], timeout: float, downtime: float | None) -> None:
+    def __init__(
+        self,
+        scenario,
+        scheme,
+        draws: RunDraws,
+        seed: int = 0,
+        device: str | None = None,
+        clock: WallClock | None = None,
+    ):
+        """``seed``: the run's (the workers sample their mini-batches with it); ``device``: where workers
+        train (default: the scenario's, resolved); ``clock``: the run's clock (default: one of its own)."""
         import ray
 
-        self.ray, self.n, self.timeout, self.downtime = ray, scheme.n, timeout, downtime
-        self.shards = shards  # object refs of every partition's data, held for restarts
-        spec = {"name": scheme.name, "n": scheme.n, "s": scheme.s, "params": dict(scheme.params)}
-        # abandon runs in its own thread ("control"), so it never waits behind queued computes
-        actor = ray.remote(concurrency_groups={"control": 1}, num_cpus=0, max_restarts=-1)(GradientWorker)
-        self.held = [{j: [shards[j]] for j in scheme.partitions(w)} for w in range(self.n)]
-        self.actors = [actor.remote(w, spec, setup) for w in range(self.n)]
-        self.jobs: dict[Any, Job] = {}  # compute refs in flight
-        self.pings: dict[Any, int] = {}  # data reloads after a restart, awaited: ref -> worker
-        self.down_until = [0.0] * self.n  # wall time before which a worker is down
-        self.dead: set[int] = set()
-        self.died_at = [float("-inf")] * self.n  # wall time each worker's last exit was noticed
-        self.failures = 0  # worker process exits noticed
+        self.ray, self.scenario, self.scheme, self.seed, self.device = ray, scenario, scheme, seed, device
+        self.n, self.timeout = scenario.workers, scenario.training.timeout
+        self.straggling, self.overhead = draws.straggling.tolist(), draws.overhead.tolist()
+        self.busy = draws.busy.tolist()
+        self.downtime = getattr(scenario.failures, "downtime", None)
+        self.trains, self.weights = False, None
+        self.actors: list = []
+        self.data: list[dict] = [{} for _ in range(self.n)]  # per worker: partition -> [shard ref], for restarts
+        self.jobs: dict[Any, Job] = {}  # compute refs in flight, in submission order
+        self.queued: list[list[Job]] = [[] for _ in range(self.n)]  # jobs of a down worker, sent when it is back
+        self.batches: dict[Job, int] = {}
+        self.pings: dict[Any, int] = {}  # data reloads after an exit, awaited: ref -> worker
+        self.events: list = []  # (at, order, event): known events, delivered once their time has come
+        self.order = itertools.count()
+        self.down_until = [-INF] * self.n  # when a crashed worker's downtime ends
+        self.back = [True] * self.n  # False from an exit until its Restart is delivered
+        self._dead: set[int] = set()
+        self.idle_since = [-INF] * self.n  # when each worker's last reply was ready
+        self.pids: dict[int, int] = {}
+        self.exits = 0
+        self.own_clock = clock is None
+        self.clock = WallClock() if clock is None else clock
+
+    @classmethod
+    def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True) -> RayCluster:
+        return cls(scenario, scheme, draw_run(scenario, scheme, seed), seed=seed)
+
+    # -- the clock ------------------------------------------------------------------------------
+    @property
+    def now(self) -> float:
+        return self.clock.now()
+
+    def pause(self) -> None:
+        """Another variant's turn begins: the time until ``resume`` is no one's."""
+        self.clock.pause()
+
+    def resume(self) -> None:
+        self.clock.resume()
+
+    # -- starting ---------------------------------------------------------------------------------
+    def start(self, data=None) -> None:
+        """Start the actors: GradientWorkers holding their partitions of ``data``, or sleepers without data.
+        A clock of the cluster's own starts once every worker is ready."""
+        from gcbench.real.sleeper import SleepingWorker
+
+        options = {"concurrency_groups": {"control": 1}, "num_cpus": 0, "max_restarts": -1}
+        if data is None:
+            self.delay = self.scenario.network.latency + self._transfer()
+            actor = self.ray.remote(**options)(SleepingWorker)
+            self.actors = [actor.remote(w) for w in range(self.n)]
+        else:
+            self.trains, self.delay = True, 0.0  # a real network's time is its own
+            self.actors = self._gradient_workers(data, options)
         self._wait_ready()
+        if self.own_clock:
+            self.clock = WallClock()
+
+    def _transfer(self) -> float:
+        bandwidth = self.scenario.network.bandwidth
+        return 0.0 if bandwidth is None else message_bytes(self.scenario, self.scheme) / bandwidth
+
+    def _gradient_workers(self, data, options: dict) -> list:
+        from gcbench.real.worker import GradientWorker
+        from gcbench.training.batches import PartitionSampler
+        from gcbench.training.device import resolve_device
+
+        scheme, training = self.scheme, self.scenario.training
+        sampler = PartitionSampler(len(data.train_labels), scheme.k, training.batch_size, self.seed)
+        shards = [self.ray.put(shard) for shard in sampler.shard_data(data.train_images, data.train_labels)]
+        self.data = [{j: [shards[j]] for j in scheme.partitions(w)} for w in range(self.n)]
+        setup = {
+            "device": self.device or str(resolve_device(training.device)), "model": training.model,
+            "classes": data.classes, "seed": self.seed, "samples": len(data.train_labels),
+            "batch_size": training.batch_size, "straggling": self.scenario.straggling,
+        }  # fmt: skip
+        spec = {"name": scheme.name, "n": scheme.n, "s": scheme.s, "params": dict(scheme.params)}
+        actor = self.ray.remote(**options)(GradientWorker)
+        return [actor.remote(w, spec, setup) for w in range(self.n)]
 
     def _wait_ready(self) -> None:
-        pings = [a.load.remote(held) for a, held in zip(self.actors, self.held, strict=True)]
+        pings = [actor.load.remote(held) for actor, held in zip(self.actors, self.data, strict=True)]
         ready, _ = self.ray.wait(pings, num_returns=len(pings), timeout=self.timeout)
         if len(ready) < len(pings):
             raise ClusterStuck(f"only {len(ready)} of {len(pings)} workers started within {self.timeout:g} s.")
+        self.pids = dict(enumerate(self.ray.get(pings)))
 
-    # -- state ----------------------------------------------------------------------
-    def available(self, w: int, now: float) -> bool:
-        """Whether worker w can take a job at wall time ``now``."""
-        return not self.down(w, now)
+    def publish(self, weights) -> None:
+        """One copy in the object store, read by every job submitted after it."""
+        self.weights = self.ray.put(weights)
 
-    def down(self, w: int, now: float) -> bool:
-        """Crashed and not yet back (downtime running, restart unconfirmed, or crash pending), or dead."""
-        if w in self.dead or now < self.down_until[w] or w in self.pings.values():
-            return True
-        return any(job.worker == w and job.crash for job in self.jobs.values())
+    # -- jobs -------------------------------------------------------------------------------------
+    def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
+        handle = Job(worker, job, row, self.now, crash)
+        if worker in self._dead:
+            return handle  # crashed for good: the job never runs, and nothing waits for it
+        self.batches[handle] = row if batch is None else batch
+        if crash and self.downtime is None:
+            self._dead.add(worker)  # dead from now (as in the simulator); killed when its exit comes
+        if self.back[worker]:
+            self._send(handle)
+        else:
+            self.queued[worker].append(handle)
+        return handle
 
-    def next_recovery(self, workers) -> float:
-        """The earliest wall time at which one of these down workers' downtime ends (inf if none)."""
-        now = time.time()
-        times = [self.down_until[w] for w in workers if w not in self.dead and self.down_until[w] > now]
-        return min(times, default=float("inf"))
+    def _send(self, job: Job) -> None:
+        w, row = job.worker, job.row
+        actor = self.actors[w]
+        if self.trains:
+            straggling, overhead = self.straggling[row][w], self.overhead[row][w]
+            call = actor.compute.remote(job.job, self.weights, straggling, job.crash, self.batches[job], overhead)
+        else:
+            call = actor.compute.remote(job.job, self.busy[row][w], job.crash)
+        self.jobs[call] = job
 
-    def in_flight(self, job_ids) -> bool:
-        """Whether any job with one of these ids is still running."""
-        return any(job.job in job_ids for job in self.jobs.values())
-
-    # -- jobs -------------------------------------------------------------------------
-    def submit(
-        self, w: int, job_id: int, weights, straggling: bool, crash: bool, batch: int, overhead: float = 0.0
-    ) -> Job:
-        """Start a job on worker w; ``overhead`` is the seconds of compute.overhead it sleeps on top."""
-        now = time.time()
-        ref = self.actors[w].compute.remote(job_id, weights, straggling, crash, batch, overhead)
-        job = self.jobs[ref] = Job(w, job_id, now, crash)
-        if crash:  # down from now, for its downtime (for good without one)
-            self.down_until[w] = now + (float("inf") if self.downtime is None else self.downtime)
-        return job
-
-    def abandon(self, jobs: list[Job]) -> None:
-        """Tell these jobs' workers to stop (they still report their timings)."""
+    def abandon(self, jobs: Iterable[Job]) -> None:
+        """A queued job never runs; a running one stops at its next check and reports its timings."""
         for job in jobs:
-            if not job.crash:
+            queue = self.queued[job.worker]
+            if job in queue:
+                queue.remove(job)
+                self.batches.pop(job, None)
+            elif not job.crash:
                 self.actors[job.worker].abandon.options(concurrency_group="control").remote(job.job)
 
-    def next_event(self, until: float) -> Event | None:
-        """Block until a result, a failure or a restart, or until wall time ``until`` (then None)."""
-        refs = list(self.jobs) + list(self.pings)
-        if not refs:
-            time.sleep(max(0.0, min(until - time.time(), self.timeout)))
-            return None
-        done, _ = self.ray.wait(refs, num_returns=1, timeout=max(0.0, until - time.time()))
-        if not done:
-            return None
-        ref, at = done[0], time.time()
-        if ref in self.pings:
-            w = self.pings.pop(ref)
-            try:
-                self.ray.get(ref)
-            except self.ray.exceptions.RayError:
-                self._lose(w)
-                return Event("failed", w, at=at)
-            return Event("restarted", w, at=at)
-        job = self.jobs.pop(ref)
-        try:
-            result = self.ray.get(ref)
-        except self.ray.exceptions.RayActorError:
-            self._failed(job, at)
-            return Event("failed", job.worker, job, at=at)
-        except self.ray.exceptions.RayTaskError as error:
-            if isinstance(error.cause, WorkerRestarted):  # restarted unnoticed: give it its data back
-                self._failed(job, at)
-                return Event("failed", job.worker, job, at=at)
-            raise GcbenchError(f"worker {job.worker} raised an error: {error.cause!r}") from None
-        return Event("result", job.worker, job, result, at)
+    # -- state ------------------------------------------------------------------------------------
+    @property
+    def dead(self) -> set[int]:
+        return self._dead
 
-    def _failed(self, job: Job, at: float) -> None:
-        """A job's actor died: keep the worker down for its downtime, and confirm its restart (or kill it).
+    def down(self, worker: int) -> bool:
+        """Dead, or crashed and not back (downtime running, restart unconfirmed), or a crash on its queue."""
+        if worker in self._dead or not self.back[worker] or self.now < self.down_until[worker]:
+            return True
+        return any(job.worker == worker and job.crash for job in self.jobs.values())
 
-        One exit fails every job in flight on the worker (a job that had
-        finished can fail too, when the process exits before its reply is
-        sent), and they are reported in any order. So a failure is counted once
-        per exit, and it is the failure model's crash when that model's job was
-        among them; a job sent before the exit was noticed died with it.
-        """
-        w = job.worker
-        if job.sent <= self.died_at[w]:  # the same exit, already counted
-            return
-        self.died_at[w] = at
-        self.failures += 1
-        crash = job.crash or any(other.worker == w and other.crash for other in self.jobs.values())
-        if self.failures == 1:  # Ray prints its own alarming "(raylet) A worker died ..." lines; say what they are
-            cause = "a crash the failure model drew" if crash else "not a crash the scenario drew"
-            log.warning(
-                f"gcbench: worker {w}'s process exited ({cause}); Ray's '(raylet) A worker died' messages about "
-                "such exits are expected."
-            )
-        if crash and self.downtime is None:
-            self._lose(w)
-            return
-        if not crash:  # a failure the scenario did not draw: back as soon as Ray restarts it
-            self.down_until[w] = max(self.down_until[w], at)
-        self.pings[self.actors[w].load.options(max_task_retries=-1).remote(self.held[w])] = w
+    def running(self, job_ids: Iterable[int]) -> list[Job]:
+        ids = set(job_ids)
+        jobs = [*self.jobs.values(), *(job for queue in self.queued for job in queue)]
+        return [job for job in jobs if job.job in ids and not job.crash]
 
-    def restarting(self, workers) -> set[int]:
-        """Those of these workers whose process Ray is restarting, noticed by the master or not.
+    def pending(self) -> bool:
+        return bool(self.jobs or self.pings or self.events)
+
+    def restarting(self, workers: Iterable[int]) -> set[int]:
+        """Those of these workers whose process Ray is restarting, noticed here or not.
 
         A worker that dies while idle fails no job until Ray has restarted it
         (its next job waits for the restart), so only Ray's actor table knows it
@@ -184,23 +218,171 @@ class WorkerCluster:
         ids = {self.actors[w]._actor_id.hex(): w for w in workers}
         return {ids[actor] for actor in actors(actor_state_name="RESTARTING") if actor in ids} if ids else set()
 
-    def _lose(self, w: int) -> None:
-        self.dead.add(w)
-        self.down_until[w] = float("inf")
-        self.ray.kill(self.actors[w], no_restart=True)
-        for ref in [ref for ref, job in self.jobs.items() if job.worker == w]:
-            del self.jobs[ref]
+    # -- events -----------------------------------------------------------------------------------
+    def next_event(self, until: float) -> Result | Failure | Restart | None:
+        """The earliest known event once its time has come, waiting for Ray's replies no later than ``until``.
 
-    def drain(self, seconds: float) -> list[Event]:
-        """Results of jobs still in flight (abandoned work reporting its timings), for at most ``seconds``."""
-        events, until = [], time.time() + seconds
-        while self.jobs and time.time() < until:
-            event = self.next_event(until)
-            if event is None:
-                break
+        An event whose time is past ``until`` stays for a later call; so does one noticed after ``until``."""
+        if until == INF:
+            if not self.pending():
+                return None
+            until = self.now + self.timeout  # a wall clock never waits forever
+        while True:
+            if self.events and self.events[0][0] <= min(until, self.now):
+                return self._deliver(heapq.heappop(self.events)[2])
+            wait = min(until, self.events[0][0] if self.events else INF) - self.now
+            if wait <= 0:
+                return None
+            self._take(wait)
+
+    def _take(self, seconds: float) -> None:
+        """Wait up to ``seconds`` for one of Ray's replies and turn it into the events it brings."""
+        refs = [*self.jobs, *self.pings]
+        if not refs:
+            time.sleep(seconds)
+            return
+        done, _ = self.ray.wait(refs, num_returns=1, timeout=seconds)
+        if not done:
+            return
+        ref = done[0]
+        if ref in self.pings:
+            self._reloaded(self.pings.pop(ref), ref)
+        else:
+            self._replied(self.jobs.pop(ref), ref)
+
+    def _schedule(self, at: float, event) -> None:
+        heapq.heappush(self.events, (at, next(self.order), event))
+
+    def _deliver(self, event):
+        if type(event) is Restart:  # back: the jobs sent to it meanwhile start now
+            w = event.worker
+            self.back[w] = True
+            for job in self.queued[w]:
+                self._send(job)
+            self.queued[w] = []
+        return event
+
+    def _replied(self, job: Job, ref) -> None:
+        ray = self.ray
+        try:
+            reply = ray.get(ref)
+        except ray.exceptions.RayActorError:
+            self._exited(job)
+            return
+        except ray.exceptions.RayTaskError as error:
+            from gcbench.real.sleeper import WorkerRestarted
+
+            if isinstance(error.cause, WorkerRestarted):  # restarted unnoticed (it died idle): give it its data
+                self._exited(job)
+                return
+            raise GcbenchError(f"worker {job.worker} raised an error: {error.cause!r}") from None
+        self._reply(job, reply)
+
+    def _reply(self, job: Job, reply: dict) -> None:
+        self.batches.pop(job, None)
+        if not reply["started"]:
+            return  # abandoned before it began: it never ran
+        self.idle_since[job.worker] = self.clock.at(reply["compute_end"])
+        self._schedule(*self._result(job, reply))
+
+    def _result(self, job: Job, reply: dict) -> tuple[float, Result]:
+        start, end = self.clock.at(reply["compute_start"]), self.clock.at(reply["compute_end"])
+        at = max(self.now, end + self.delay)  # the modelled network holds a timing-only result back
+        injected = reply.get("injected", float("nan"))
+        result = Result(job, at, start, end, reply.get("messages"), reply["abandoned"], reply.get("losses"), injected)
+        return at, result
+
+    def _exited(self, job: Job) -> None:
+        """A worker's process exited: one Failure, with the job it was running; what was queued behind on
+        its actor runs again once it is back (it cannot have started)."""
+        w = job.worker
+        lost = [job, *self._replies_before_exit(w)]
+        crashed = [other for other in lost if other.crash]
+        running = min(crashed or lost, key=lambda other: other.sent)
+        self.queued[w] = [other for other in lost if other is not running] + self.queued[w]
+        self.batches.pop(running, None)
+        noticed = self.now
+        # a drawn crash exits as its job starts: once sent, and once the worker's previous job was done
+        exited = min(noticed, max(running.sent, self.idle_since[w])) if running.crash else noticed
+        self._warn_once(w, running.crash)
+        self._schedule(exited, Failure(w, exited, running))
+        self.back[w] = False
+        if w in self._dead:
+            self._lose(w)
+            return
+        self.down_until[w] = exited + (self.downtime if running.crash else 0.0)
+        self.pings[self.actors[w].load.options(max_task_retries=-1).remote(self.data[w])] = w
+
+    def _replies_before_exit(self, w: int) -> list[Job]:
+        """Take the replies worker w sent before it exited; the jobs that died with it."""
+        refs = [ref for ref, other in self.jobs.items() if other.worker == w]
+        ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0) if refs else ([], [])
+        lost = []
+        for ref in refs:
+            job = self.jobs.pop(ref)
+            try:
+                reply = self.ray.get(ref) if ref in ready else None
+            except self.ray.exceptions.RayError:
+                reply = None
+            if reply is None:
+                lost.append(job)
+            else:
+                self._reply(job, reply)
+        return lost
+
+    def _warn_once(self, w: int, drawn: bool) -> None:
+        self.exits += 1
+        if self.exits == 1:  # Ray prints its own alarming "(raylet) A worker died ..." lines; say what they are
+            cause = "a crash the failure model drew" if drawn else "not a crash the scenario drew"
+            log.warning(
+                f"gcbench: worker {w}'s process exited ({cause}); Ray's '(raylet) A worker died' messages about "
+                "such exits are expected."
+            )
+
+    def _reloaded(self, w: int, ref) -> None:
+        """Its data is back after a restart: the Restart comes now, or when its downtime ends."""
+        try:
+            self.pids[w] = self.ray.get(ref)
+        except self.ray.exceptions.RayError:
+            self._dead.add(w)  # Ray could not restart it: lost for good
+            self._lose(w)
+            return
+        at = max(self.now, self.down_until[w])
+        self._schedule(at, Restart(w, at))
+
+    def _lose(self, w: int) -> None:
+        self.down_until[w] = INF
+        self.ray.kill(self.actors[w], no_restart=True)
+        for job in self.queued[w]:
+            self.batches.pop(job, None)
+        self.queued[w] = []
+
+    def drain(self, seconds: float = INF) -> list[Result | Failure | Restart]:
+        """The events of work still in flight, for at most ``seconds``."""
+        until, events = self.now + seconds, []
+        while self.pending() and (event := self.next_event(until)) is not None:
             events.append(event)
         return events
 
-    def shutdown(self) -> None:
+    # -- stopping ---------------------------------------------------------------------------------
+    def shutdown(self, wait: float = 10.0) -> None:
+        """Kill every actor and wait (up to ``wait`` seconds) for their processes to be gone."""
         for actor in self.actors:
-            self.ray.kill(actor)
+            self.ray.kill(actor, no_restart=True)
+        self.jobs.clear()
+        self.pings.clear()
+        self.events.clear()
+        self.queued = [[] for _ in range(self.n)]
+        deadline = time.time() + wait
+        while self._live_processes() and time.time() < deadline:
+            time.sleep(0.02)
+
+    def _live_processes(self) -> list[int]:
+        return [pid for pid in self.pids.values() if alive(pid)]
+
+    def leftovers(self) -> list[str]:
+        """Worker processes still alive (on this machine), and jobs, reloads or events still pending."""
+        lines = [f"worker process {pid} is alive" for pid in self._live_processes()]
+        counts = {"jobs in flight": len(self.jobs), "reloads awaited": len(self.pings)}
+        counts.update({"events not taken": len(self.events), "jobs queued": sum(map(len, self.queued))})
+        return lines + [f"{count} {what}" for what, count in counts.items() if count]

@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from gcbench.results.recorder import RunRecorder
+from gcbench.results.rows import identity, table_columns
 from gcbench.scenario.schema import Training
 from gcbench.training.batches import PartitionSampler
 from gcbench.training.data import Dataset
@@ -33,7 +35,8 @@ def train_local(
     model = build_model(training.model, data.classes, seed).to(device)
     flat = FlatModel(model, training)
     sampler = PartitionSampler(len(data.train_labels), partitions, training.batch_size, seed)
-    rows, origin = [], time.perf_counter()
+    rec, origin = RunRecorder(iterations, 1), time.perf_counter()  # one worker: the whole mini-batch
+    rec.used[:], rec.exact[:], rec.reason[:] = True, True, "all_arrived"
     for t in range(iterations):
         start = time.perf_counter() - origin
         batch = sampler.batch(t)
@@ -45,12 +48,15 @@ def train_local(
         accuracy = np.nan
         if (t + 1) % training.eval_every == 0 or t == iterations - 1:
             accuracy = evaluate(model, data.test_images, data.test_labels, device)
-        rows.append(
-            {"iteration": t, "start": start, "end": end, "duration": end - start, "loss": loss, "accuracy": accuracy}
+        rec.start[t], rec.end[t], rec.duration[t], rec.loss[t], rec.accuracy[t] = (
+            start,
+            end,
+            end - start,
+            loss,
+            accuracy,
         )
         if progress:
             progress(t + 1, loss, accuracy)
-    frame = pd.DataFrame(rows)
-    keys = {"variant": "local", "scheme": "uncoded", "s": 0, "m": 1, "policy": "wait_all", "point": 0, "seed": seed}
-    extra = {"messages_used": 1, "stop": "all_arrived", "exact": True, "residual": 0.0, "staleness": 0.0}
-    return frame.assign(**keys, **extra)
+    keys = identity("local", "uncoded", 0, 1, "wait_all", seed)
+    columns, _ = table_columns(rec, keys, None, trained=True)
+    return pd.DataFrame(columns)

@@ -10,7 +10,6 @@ collected and a checkpoint saved, so a block boundary is exactly the state a
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,16 +19,23 @@ import pandas as pd
 import torch
 
 from gcbench.errors import GcbenchError
+from gcbench.master import AsynchronousMaster, SynchronousMaster, decoding_quality
 from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
-from gcbench.real.master import Step
+from gcbench.real.clock import WallClock
+from gcbench.results.recorder import RunRecorder
+from gcbench.results.rows import identity, restore, row_dicts, table_columns
 from gcbench.scenario.build import scheme_for
+from gcbench.scenario.draws import draw_run
 from gcbench.scenario.schema import Scenario
 from gcbench.training.data import Dataset
 from gcbench.training.device import resolve_device
 from gcbench.training.evaluation import evaluate_master
+from gcbench.training.learner import Learner
 
 # (iterations done, loss, test accuracy or NaN) after each iteration
 OnIteration = Callable[[int, float, float], None]
+
+DRAIN_SECONDS = 5.0  # at the end of a block, how long to wait for abandoned work to report its timings
 
 
 class VariantStopped(GcbenchError):
@@ -40,30 +46,37 @@ class VariantStopped(GcbenchError):
         self.iterations, self.workers = iterations, workers
 
 
-def master_for(scenario: Scenario, variant, scheme, data: Dataset, seed: int):
-    """The master of a variant: the synchronous one, or the asynchronous one for k-async policies."""
-    from gcbench.real.asynchronous import AsyncRayMaster
-    from gcbench.real.master import RayMaster
+def cluster_for(scenario: Scenario, variant, scheme, seed: int, draws, clock: WallClock):
+    """The variant's workers on Ray, fed by the run's draws (injected straggling, crashes, overhead)."""
+    from gcbench.real.cluster import RayCluster
 
-    master_class = RayMaster if variant.policy.synchronous else AsyncRayMaster
-    return master_class(scenario, variant, scheme, data, seed, str(resolve_device(scenario.training.device)))
+    device = str(resolve_device(scenario.training.device))
+    return RayCluster(scenario, scheme, draws, seed=seed, device=device, clock=clock)
 
 
 class VariantRun:
-    """Variant ``index`` of the scenario with one seed: its rows, its checkpoint, and its master once started."""
+    """Variant ``index`` of the scenario with one seed: its recorder, its checkpoint, and its master once started.
+
+    The one master (gcbench/master) runs it on a Ray cluster in wall time, with a learner that decodes and
+    steps; the tables are built from its recorder (gcbench/results/rows.py)."""
 
     def __init__(self, scenario: Scenario, index: int, seed: int, data: Dataset, checkpoint: Path | None) -> None:
         self.scenario, self.index, self.seed, self.data = scenario, index, seed, data
         self.variant = scenario.variants[index]
         self.scheme = scheme_for(scenario, self.variant)
+        self.loads = np.array([len(self.scheme.partitions(w)) for w in range(self.scheme.n)])
         self.checkpoint = checkpoint
         self.state = load_checkpoint(checkpoint, scenario, self.variant, data) if checkpoint else None
-        self.rows, self.workers = (self.state["rows"], self.state["workers"]) if self.state else ([], [])
+        self.rec = RunRecorder(scenario.iterations, self.scheme.n)
+        self.draws = draw_run(scenario, self.scheme, seed)  # the simulator's streams
+        self.rec.straggling[:], self.rec.injected[:] = self.draws.straggling, self.draws.injected
+        if self.state:
+            restore(self.rec, self.state["rows"], self.state["workers"])
         self.resumed_at = self.next_iteration = self.state["next_iteration"] if self.state else 0
         self.checkpointed = self.resumed_at  # the iteration the newest checkpoint continues from
         self.stopped: str | None = None
-        self.master = self.table = self.rng = None
-        self.paused_at: float | None = None
+        self.master = self.cluster = self.learner = self.rng = None
+        self.clock = WallClock()
 
     @property
     def label(self) -> str:
@@ -76,68 +89,75 @@ class VariantRun:
     def run_block(self, last: int, on_iteration: OnIteration | None = None) -> None:
         """Iterations ``next_iteration`` to ``last`` (exclusive); then the late timings and a checkpoint."""
         master = self.master or self._start()
-        self._resume_clock()
+        self.clock.resume()
         torch.set_rng_state(self.rng)
+        first = self.next_iteration
         try:
             with torch_threads(master_threads(self.scheme.n)):
-                for step in master.steps(self.next_iteration, last):
-                    self._record(step, on_iteration)
-            self.paused_at = time.time()  # its clock stops here: waiting for abandoned work is no iteration's
-            self.table.add_late(master.finish())
+                for t in master.steps(first, last):
+                    self._record(t, on_iteration)
+            self.clock.pause()  # its clock stops here: waiting for abandoned work is no iteration's
+            if isinstance(master, SynchronousMaster):
+                master.finish(DRAIN_SECONDS)
         except GcbenchError as error:
             self.stopped = str(error)
             self.close()
+            decoding_quality(self.rec, self.scheme, np.arange(first, self.next_iteration))
             raise VariantStopped(str(error), *self.frames()) from None
+        decoding_quality(self.rec, self.scheme, np.arange(first, self.next_iteration))
         self.rng = torch.get_rng_state()
         if self.checkpoint:
-            save_checkpoint(self.checkpoint, master.model, master.optimizer, self.next_iteration, self.rows,
-                            self.workers, self.rng)  # fmt: skip
+            rows, workers = row_dicts(self.rec, self.loads, self.next_iteration)
+            save_checkpoint(self.checkpoint, self.learner.model, self.learner.optimizer, self.next_iteration, rows,
+                            workers, self.rng)  # fmt: skip
             self.checkpointed = self.next_iteration
         if self.finished:
             self.close()
 
     def _start(self):
-        self.master = master = master_for(self.scenario, self.variant, self.scheme, self.data, self.seed)
+        scenario, training = self.scenario, self.scenario.training
+        self.learner = Learner(self.scheme, training, self.data.classes, self.seed)
         self.rng = torch.get_rng_state()
+        self.cluster = cluster_for(scenario, self.variant, self.scheme, self.seed, self.draws, self.clock)
+        self.cluster.start(self.data)
+        self.clock.continue_from(0.0)  # the clock starts once the workers are ready
         if self.state is not None:
-            master.model.load_state_dict(self.state["model"])
-            master.optimizer.load_state_dict(self.state["optimizer"])
+            self.learner.model.load_state_dict(self.state["model"])
+            self.learner.optimizer.load_state_dict(self.state["optimizer"])
             self.rng = self.state["torch_rng"]
-            master.origin -= self.rows[-1]["end"] if self.rows else 0.0  # the clock continues from the checkpoint
-            self.state = None  # its rows live on in self.rows
-        self.table = WorkerTable(self.workers, self.scheme, master.origin)
-        return master
+            self.clock.continue_from(float(self.rec.end[self.next_iteration - 1]) if self.next_iteration else 0.0)
+            self.state = None  # its rows live on in the recorder
+        crash = self.draws.crash
+        if self.variant.policy.synchronous:
+            self.master = SynchronousMaster(self.cluster, self.scheme, self.variant, crash, scenario.stale_work,
+                                            self.rec, self.learner)  # fmt: skip
+        else:
+            self.master = AsynchronousMaster(self.cluster, self.variant, crash, self.rec, self.learner,
+                                             self.draws.straggling, self.draws.injected)  # fmt: skip
+        return self.master
 
-    def _resume_clock(self) -> None:
-        """Shift the clock by the time other variants ran, so this one's times exclude it."""
-        if self.paused_at is not None:
-            paused = time.time() - self.paused_at
-            self.master.origin += paused
-            self.table.origin += paused
-
-    def _record(self, step: Step, on_iteration: OnIteration | None) -> None:
-        t, training, iterations = self.next_iteration, self.scenario.training, self.scenario.iterations
+    def _record(self, t: int, on_iteration: OnIteration | None) -> None:
+        training, iterations = self.scenario.training, self.scenario.iterations
         accuracy = np.nan
         if (t + 1) % training.eval_every == 0 or t == iterations - 1:
-            with torch_threads(EVALUATION_THREADS):
-                accuracy = evaluate_master(self.master.model, self.data, training.batch_size)
-        self.rows.append(_iteration_row(t, step, self.master.origin, accuracy))
-        self.table.add(t, step)
+            with torch_threads(EVALUATION_THREADS):  # (between iterations: in no iteration's duration)
+                accuracy = evaluate_master(self.learner.model, self.data, training.batch_size)
+        self.rec.accuracy[t] = accuracy
         self.next_iteration = t + 1
         if on_iteration:
-            on_iteration(t + 1, step.loss, accuracy)
+            on_iteration(t + 1, float(self.rec.loss[t]), accuracy)
 
     def frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The iterations and workers tables of what this run has done so far."""
-        keys = {"variant": self.label, "scheme": self.variant.scheme, "s": self.variant.s, "m": self.scheme.m}
-        keys.update(policy=self.variant.policy.name, point=0, seed=self.seed)
-        iterations = pd.DataFrame(self.rows).assign(**keys)
-        return iterations, pd.DataFrame(self.workers).assign(variant=keys["variant"], point=0, seed=self.seed)
+        v = self.variant
+        keys = identity(self.label, v.scheme, v.s, self.scheme.m, v.policy.name, self.seed)
+        iterations, workers = table_columns(self.rec, keys, self.loads, self.next_iteration, trained=True)
+        return pd.DataFrame(iterations), pd.DataFrame(workers)
 
     def close(self) -> None:
-        if self.master is not None:
-            self.master.shutdown()
-            self.master = None
+        if self.cluster is not None:
+            self.cluster.shutdown()
+            self.master = self.cluster = None
 
 
 EVALUATION_THREADS = torch.get_num_threads()  # the evaluation uses every core; the master's step fewer
@@ -164,52 +184,3 @@ def torch_threads(count: int) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
-
-
-def _iteration_row(t: int, step: Step, origin: float, accuracy: float) -> dict:
-    return {
-        "iteration": t, "start": step.start - origin, "end": step.end - origin, "duration": step.end - step.start,
-        "messages_used": step.messages_used, "stop": step.reason, "exact": step.exact,
-        "residual": step.residual, "staleness": step.staleness, "loss": step.loss, "accuracy": accuracy,
-    }  # fmt: skip
-
-
-class WorkerTable:
-    """The workers table's rows (one per iteration and worker), kept in ``rows`` as they are built.
-
-    Work the master stopped waiting for reports its timings later (``Step.late``);
-    those fill in the rows of the iteration it belonged to.
-    """
-
-    def __init__(self, rows: list[dict], scheme, origin: float) -> None:
-        self.rows, self.scheme, self.origin = rows, scheme, origin
-        self.index = {(row["iteration"], row["worker"]): row for row in rows}
-
-    def add(self, t: int, step: Step) -> None:
-        for w in range(self.scheme.n):
-            timing = step.timings.get(w)
-            row = {"iteration": t, "worker": w, "partitions": len(self.scheme.partitions(w))}
-            row.update(used=timing is not None, straggling=step.straggling.get(w, False), failed=w in step.failed)
-            row.update(compute_start=np.nan, compute_end=np.nan, injected_delay=np.nan, arrival=np.nan)
-            if timing is not None:
-                row.update(
-                    compute_start=timing["compute_start"] - self.origin,
-                    compute_end=timing["ready"] - self.origin,
-                    injected_delay=timing["injected"],
-                    arrival=step.start - self.origin + step.arrivals[w],
-                )
-            self.rows.append(row)
-            self.index[(t, w)] = row
-        self.add_late(step.late)
-
-    def add_late(self, late: list[dict]) -> None:
-        for timing in late:
-            row = self.index.get((timing["iteration"], timing["worker"]))
-            if row is None or row["used"]:
-                continue
-            row.update(
-                compute_start=timing["compute_start"] - self.origin,
-                compute_end=timing["compute_end"] - self.origin,
-                injected_delay=timing["injected"],
-                arrival=timing["arrival"] - self.origin,
-            )

@@ -28,35 +28,40 @@ class RunRecorder:
         self.loss = np.full(iterations, np.nan)  # when the run trains
         self.accuracy = np.full(iterations, np.nan)  # where it was evaluated
 
-    def iteration_columns(self, trained: bool = False) -> dict[str, np.ndarray]:
-        """The iterations table's columns; ``trained`` adds loss and accuracy."""
+    def iteration_columns(self, trained: bool = False, done: int | None = None) -> dict[str, np.ndarray]:
+        """The iterations table's columns for iterations 0..done-1 (all by default); ``trained`` adds loss and
+        accuracy."""
+        rows = slice(0, self.iterations if done is None else done)
         columns = {
-            "iteration": np.arange(self.iterations),
-            "start": self.start,
-            "end": self.end,
-            "duration": self.duration,
-            "messages_used": self.used.sum(axis=1),
-            "stop": self.reason.astype(str),
-            "exact": self.exact,
-            "residual": self.residual,
-            "staleness": self.staleness,
+            "iteration": np.arange(self.iterations)[rows],
+            "start": self.start[rows],
+            "end": self.end[rows],
+            "duration": self.duration[rows],
+            "messages_used": self.used[rows].sum(axis=1),
+            "stop": self.reason[rows].astype(str),
+            "exact": self.exact[rows],
+            "residual": self.residual[rows],
+            "staleness": self.staleness[rows],
         }
         if trained:
-            columns.update(loss=self.loss, accuracy=self.accuracy)
+            columns.update(loss=self.loss[rows], accuracy=self.accuracy[rows])
         return columns
 
-    def worker_columns(self, loads: np.ndarray) -> dict[str, np.ndarray]:
-        t, w = np.meshgrid(np.arange(self.iterations), np.arange(self.n), indexing="ij")
-        never = ~np.isfinite(self.arrival)
+    def worker_columns(self, loads: np.ndarray, done: int | None = None) -> dict[str, np.ndarray]:
+        """The workers table's columns for iterations 0..done-1 (all by default), one row per worker each."""
+        count = self.iterations if done is None else done
+        t, w = np.meshgrid(np.arange(count), np.arange(self.n), indexing="ij")
+        never = ~np.isfinite(self.arrival[:count])
+        compute_end = self.compute_end[:count]
         return {
             "iteration": t.ravel(),
             "worker": w.ravel(),
-            "partitions": np.broadcast_to(loads, (self.iterations, self.n)).ravel(),
-            "compute_start": self.compute_start.ravel(),
-            "compute_end": np.where(np.isfinite(self.compute_end), self.compute_end, np.nan).ravel(),
-            "injected_delay": self.injected.ravel(),
-            "arrival": np.where(never, np.nan, self.arrival).ravel(),
-            "used": self.used.ravel(),
-            "straggling": self.straggling.ravel(),
-            "failed": self.failed.ravel(),
+            "partitions": np.broadcast_to(loads, (count, self.n)).ravel(),
+            "compute_start": self.compute_start[:count].ravel(),
+            "compute_end": np.where(np.isfinite(compute_end), compute_end, np.nan).ravel(),
+            "injected_delay": self.injected[:count].ravel(),
+            "arrival": np.where(never, np.nan, self.arrival[:count]).ravel(),
+            "used": self.used[:count].ravel(),
+            "straggling": self.straggling[:count].ravel(),
+            "failed": self.failed[:count].ravel(),
         }

@@ -10,7 +10,8 @@ Like scikit-learn's estimator checks, ``cluster_checks`` lists them all.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -49,8 +50,22 @@ def conformance_scenario(unit: float, **fields: Any) -> Scenario:
 
 
 def build_cluster(name: str, **fields: Any) -> Cluster:
+    """The backend's workers for the conformance scenario, started (without data: no job trains)."""
     scenario = conformance_scenario(parameters_for(name).unit, **fields)
-    return cluster_class(name).from_scenario(scenario, scheme_for(scenario, scenario.variants[0]), seed=0)
+    cluster = cluster_class(name).from_scenario(scenario, scheme_for(scenario, scenario.variants[0]), seed=0)
+    cluster.start()
+    return cluster
+
+
+@contextmanager
+def started(name: str, **fields: Any) -> Iterator[Cluster]:
+    """A started cluster that is shut down however the check ends (a real backend's processes must not outlive
+    a failed check)."""
+    cluster = build_cluster(name, **fields)
+    try:
+        yield cluster
+    finally:
+        cluster.shutdown()
 
 
 def crashes(downtime: float | None) -> dict[str, Any]:
@@ -72,138 +87,135 @@ def results_until(cluster: Cluster, until: float) -> list[Result]:
 def check_results_delivered_with_timings(name: str) -> None:
     """Each job's result comes once, computing for its modelled time; a job on a busy worker queues behind."""
     unit, tol = parameters_for(name).unit, parameters_for(name).tolerance
-    cluster = build_cluster(name)
-    start = cluster.now
-    jobs = [cluster.submit(w, w, 0, False) for w in range(WORKERS)] + [cluster.submit(0, WORKERS, 1, False)]
-    results = results_until(cluster, start + HORIZON * unit)
-    by_job = {result.job.job: result for result in results}
-    assert sorted(by_job) == [job.job for job in jobs] and len(results) == len(jobs), f"results {results}"
-    for result in results:
-        assert result.job.sent <= result.compute_start <= result.compute_end <= result.at, f"order: {result}"
-        assert close(result.compute_end - result.compute_start, unit, tol), f"compute time: {result}"
-        assert close(result.at - result.compute_end, LATENCY * unit, tol), f"latency: {result}"
-        assert not result.abandoned, f"a job nobody abandoned reported as abandoned: {result}"
-    queued, first = by_job[WORKERS], by_job[0]
-    assert close(queued.compute_start, first.compute_end, tol), f"queued job {queued} did not follow {first}"
-    cluster.shutdown()
+    with started(name) as cluster:
+        start = cluster.now
+        jobs = [cluster.submit(w, w, 0, False) for w in range(WORKERS)] + [cluster.submit(0, WORKERS, 1, False)]
+        results = results_until(cluster, start + HORIZON * unit)
+        by_job = {result.job.job: result for result in results}
+        assert sorted(by_job) == [job.job for job in jobs] and len(results) == len(jobs), f"results {results}"
+        for result in results:
+            assert result.job.sent <= result.compute_start <= result.compute_end <= result.at, f"order: {result}"
+            assert close(result.compute_end - result.compute_start, unit, tol), f"compute time: {result}"
+            assert close(result.at - result.compute_end, LATENCY * unit, tol), f"latency: {result}"
+            assert not result.abandoned, f"a job nobody abandoned reported as abandoned: {result}"
+        queued, first = by_job[WORKERS], by_job[0]
+        assert close(queued.compute_start, first.compute_end, tol), f"queued job {queued} did not follow {first}"
 
 
 def check_abandon_honoured(name: str) -> None:
     """Abandoned jobs deliver no result the master would use, and their worker takes its next job at once."""
     unit, tol = parameters_for(name).unit, parameters_for(name).tolerance
-    cluster = build_cluster(name)
-    start = cluster.now
-    running, queued = cluster.submit(0, 0, 0, False), cluster.submit(0, 1, 1, False)
-    assert cluster.next_event(start + 0.5 * unit) is None, "nothing should arrive before the first job ends"
-    abandoned_at = cluster.now
-    cluster.abandon([running, queued])
-    cluster.submit(0, 2, 2, False)
-    results = results_until(cluster, abandoned_at + HORIZON * unit)
-    used = [result.job.job for result in results if not result.abandoned]
-    assert used == [2], f"only the job after the abandon may report unabandoned; got {results}"
-    after = next(result for result in results if result.job.job == 2)
-    assert close(after.compute_start, abandoned_at, tol), f"the worker was not free at once: {after}"
-    assert not cluster.in_flight((0, 1, 2)), "abandoned jobs still in flight after their results"
-    cluster.shutdown()
+    with started(name) as cluster:
+        start = cluster.now
+        running, queued = cluster.submit(0, 0, 0, False), cluster.submit(0, 1, 1, False)
+        assert cluster.next_event(start + 0.5 * unit) is None, "nothing should arrive before the first job ends"
+        abandoned_at = cluster.now
+        cluster.abandon([running, queued])
+        cluster.submit(0, 2, 2, False)
+        results = results_until(cluster, abandoned_at + HORIZON * unit)
+        used = [result.job.job for result in results if not result.abandoned]
+        assert used == [2], f"only the job after the abandon may report unabandoned; got {results}"
+        after = next(result for result in results if result.job.job == 2)
+        assert close(after.compute_start, abandoned_at, tol), f"the worker was not free at once: {after}"
+        assert not cluster.in_flight((0, 1, 2)), "abandoned jobs still in flight after their results"
 
 
 def check_crash_fails_then_restarts_after_downtime(name: str) -> None:
     """A crash is a Failure at once and a Restart after the downtime; work sent meanwhile starts at the restart."""
     unit, tol = parameters_for(name).unit, parameters_for(name).tolerance
-    cluster = build_cluster(name, **crashes(2.0 * unit))
-    start = cluster.now
-    crashed = cluster.submit(1, 0, 0, True)
-    assert cluster.down(1) and 1 not in cluster.dead, "a worker with downtime is down, not dead"
-    assert not cluster.in_flight((0,)), "a crashed job can deliver no result"
-    waiting = cluster.submit(1, 1, 1, False)
-    failure, restart = cluster.next_event(start + HORIZON * unit), cluster.next_event(start + HORIZON * unit)
-    assert type(failure) is Failure and failure.worker == 1 and failure.job is crashed, f"not a failure: {failure}"
-    assert close(failure.at, start, tol), f"the failure came at {failure.at}, not at once ({start})"
-    assert type(restart) is Restart and restart.worker == 1, f"no restart after the failure: {restart}"
-    assert close(restart.at, start + 2.0 * unit, tol), f"restart at {restart.at}, not after the downtime"
-    assert not cluster.down(1), "a restarted worker is still down"
-    (result,) = results_until(cluster, start + HORIZON * unit)
-    assert result.job is waiting and close(result.compute_start, restart.at, tol), f"queued job: {result}"
-    cluster.shutdown()
+    downtime = parameters_for(name).downtime * unit
+    with started(name, **crashes(downtime)) as cluster:
+        start = cluster.now
+        horizon = start + downtime + HORIZON * unit
+        crashed = cluster.submit(1, 0, 0, True)
+        assert cluster.down(1) and 1 not in cluster.dead, "a worker with downtime is down, not dead"
+        assert not cluster.in_flight((0,)), "a crashed job can deliver no result"
+        waiting = cluster.submit(1, 1, 1, False)
+        failure, restart = cluster.next_event(horizon), cluster.next_event(horizon)
+        assert type(failure) is Failure and failure.worker == 1 and failure.job is crashed, f"not a failure: {failure}"
+        assert close(failure.at, start, tol), f"the failure came at {failure.at}, not at once ({start})"
+        assert type(restart) is Restart and restart.worker == 1, f"no restart after the failure: {restart}"
+        assert close(restart.at, start + downtime, tol), f"restart at {restart.at}, not after the downtime"
+        assert not cluster.down(1), "a restarted worker is still down"
+        (result,) = results_until(cluster, horizon)
+        assert result.job is waiting and close(result.compute_start, restart.at, tol), f"queued job: {result}"
 
 
 def check_dead_worker_stays_dead(name: str) -> None:
     """A crash without downtime is a Failure and no Restart, ever; a job sent to the dead worker never runs."""
     unit = parameters_for(name).unit
-    cluster = build_cluster(name, **crashes(None))
-    start = cluster.now
-    cluster.submit(2, 0, 0, True)
-    failure = cluster.next_event(start + HORIZON * unit)
-    assert type(failure) is Failure and failure.worker == 2, f"no failure: {failure}"
-    cluster.submit(2, 1, 1, False)
-    assert not cluster.in_flight((1,)), "a job sent to a dead worker claims it can still deliver"
-    later = cluster.next_event(start + HORIZON * unit)
-    assert later is None, f"a worker dead for good sent {later}"
-    assert 2 in cluster.dead and cluster.down(2), "the dead worker came back"
-    cluster.shutdown()
+    with started(name, **crashes(None)) as cluster:
+        start = cluster.now
+        cluster.submit(2, 0, 0, True)
+        failure = cluster.next_event(start + HORIZON * unit)
+        assert type(failure) is Failure and failure.worker == 2, f"no failure: {failure}"
+        cluster.submit(2, 1, 1, False)
+        assert not cluster.in_flight((1,)), "a job sent to a dead worker claims it can still deliver"
+        later = cluster.next_event(start + HORIZON * unit)
+        assert later is None, f"a worker dead for good sent {later}"
+        assert 2 in cluster.dead and cluster.down(2), "the dead worker came back"
 
 
 def check_drain_returns_late_work(name: str) -> None:
     """``drain`` gives the results still in flight, within its time, and leaves nothing in flight after."""
     unit = parameters_for(name).unit
-    cluster = build_cluster(name)
-    start = cluster.now
-    for worker, job in ((0, 0), (0, 1), (1, 2)):
-        cluster.submit(worker, job, job, False)
-    first = cluster.next_event(start + HORIZON * unit)
-    assert type(first) is Result, f"no first result: {first}"
-    soon = cluster.drain(0.5 * unit)  # job 0 and job 2 arrive at once, job 1 one unit later
-    late = cluster.drain(HORIZON * unit)
-    taken = [first.job.job] + [event.job.job for event in soon]
-    assert sorted(taken) == [0, 2] and [event.job.job for event in late] == [1], f"drained {soon}, then {late}"
-    assert not cluster.in_flight((0, 1, 2)), "work still in flight after draining it"
-    cluster.shutdown()
+    with started(name) as cluster:
+        start = cluster.now
+        for worker, job in ((0, 0), (0, 1), (1, 2)):
+            cluster.submit(worker, job, job, False)
+        first = cluster.next_event(start + HORIZON * unit)
+        assert type(first) is Result, f"no first result: {first}"
+        soon = cluster.drain(0.5 * unit)  # job 0 and job 2 arrive at once, job 1 one unit later
+        late = cluster.drain(HORIZON * unit)
+        taken = [first.job.job] + [event.job.job for event in soon]
+        assert sorted(taken) == [0, 2] and [event.job.job for event in late] == [1], f"drained {soon}, then {late}"
+        assert not cluster.in_flight((0, 1, 2)), "work still in flight after draining it"
 
 
 def check_shutdown_leaves_nothing_running(name: str) -> None:
     """Shut down with jobs, a message and a restart in flight: no process, event or job is left behind."""
     unit = parameters_for(name).unit
-    cluster = build_cluster(name, **crashes(2.0 * unit))
-    for worker, job, crash in ((0, 0, False), (0, 1, False), (1, 2, True)):
-        cluster.submit(worker, job, job, crash)
-    assert cluster.leftovers(), "leftovers() sees nothing while jobs are in flight"
-    cluster.shutdown()
-    assert cluster.leftovers() == [], f"left behind after shutdown: {cluster.leftovers()}"
-    assert cluster.next_event(cluster.now + HORIZON * unit) is None, "an event came after shutdown"
+    with started(name, **crashes(parameters_for(name).downtime * unit)) as cluster:
+        for worker, job, crash in ((0, 0, False), (0, 1, False), (1, 2, True)):
+            cluster.submit(worker, job, job, crash)
+        assert cluster.leftovers(), "leftovers() sees nothing while jobs are in flight"
+        cluster.shutdown()
+        assert cluster.leftovers() == [], f"left behind after shutdown: {cluster.leftovers()}"
+        assert cluster.next_event(cluster.now + HORIZON * unit) is None, "an event came after shutdown"
 
 
 def check_unsatisfiable_wait_ends_at_its_timeout(name: str) -> None:
     """A wait for what cannot come ends at ``until`` (None, clock there); a master that would wait forever
     raises its one-sentence "can never finish" error instead of hanging."""
     unit, tol = parameters_for(name).unit, parameters_for(name).tolerance
-    cluster = build_cluster(name, **crashes(None))
-    cluster.submit(3, 0, 0, True)
-    assert type(cluster.next_event(cluster.now + unit)) is Failure, "no failure for a crash"
-    cluster.submit(3, 1, 1, False)
-    until = cluster.now + 3.0 * unit
-    assert cluster.next_event(until) is None, "an event came for a job on a dead worker"
-    assert close(cluster.now, until, tol) or cluster.now > until, f"the wait ended at {cluster.now}, before {until}"
-    assert cluster.now - until <= unit, f"the wait overran its timeout: {cluster.now} for {until}"
-    assert cluster.next_event(float("inf")) is None, "an endless wait with nothing in flight did not return"
-    cluster.shutdown()
-    _check_master_refuses_a_run_that_can_never_finish(name)
+    with started(name, **crashes(None)) as cluster:
+        cluster.submit(3, 0, 0, True)
+        assert type(cluster.next_event(cluster.now + unit)) is Failure, "no failure for a crash"
+        cluster.submit(3, 1, 1, False)
+        until = cluster.now + 3.0 * unit
+        assert cluster.next_event(until) is None, "an event came for a job on a dead worker"
+        assert close(cluster.now, until, tol) or cluster.now > until, f"the wait ended at {cluster.now}, before {until}"
+        assert cluster.now - until <= unit, f"the wait overran its timeout: {cluster.now} for {until}"
+        assert cluster.next_event(float("inf")) is None, "an endless wait with nothing in flight did not return"
+        cluster.shutdown()
+        _check_master_refuses_a_run_that_can_never_finish(name)
 
 
 def _check_master_refuses_a_run_that_can_never_finish(name: str) -> None:
-    cluster = build_cluster(name, **crashes(None))
-    scenario = conformance_scenario(parameters_for(name).unit, **crashes(None))
-    variant = scenario.variants[0]
-    rec = RunRecorder(scenario.iterations, WORKERS)
-    crash = np.ones((scenario.iterations, WORKERS), dtype=bool)  # every worker dies in the first iteration
-    master = SynchronousMaster(cluster, scheme_for(scenario, variant), variant, crash, "abandon", rec)
-    try:
-        master.run()
-    except SimulationStuck as error:
-        assert "can never finish" in str(error), f"unclear error: {error}"
-    else:
-        raise AssertionError("the master finished a run in which every worker died")
-    finally:
-        cluster.shutdown()
+    with started(name, **crashes(None)) as cluster:
+        scenario = conformance_scenario(parameters_for(name).unit, **crashes(None))
+        variant = scenario.variants[0]
+        rec = RunRecorder(scenario.iterations, WORKERS)
+        crash = np.ones((scenario.iterations, WORKERS), dtype=bool)  # every worker dies in the first iteration
+        master = SynchronousMaster(cluster, scheme_for(scenario, variant), variant, crash, "abandon", rec)
+        try:
+            master.run()
+        except SimulationStuck as error:
+            assert "can never finish" in str(error), f"unclear error: {error}"
+        else:
+            raise AssertionError("the master finished a run in which every worker died")
+        finally:
+            cluster.shutdown()
 
 
 CHECKS: tuple[Callable[[str], None], ...] = (
