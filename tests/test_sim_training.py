@@ -18,13 +18,14 @@ from typer.testing import CliRunner
 
 from gcbench.cli import app
 from gcbench.coding import available_schemes, scheme_class
+from gcbench.errors import GcbenchError
 from gcbench.master import SynchronousMaster
 from gcbench.results import summarize
 from gcbench.results.recorder import RunRecorder
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.draws import draw_run
 from gcbench.scenario.schema import Scenario
-from gcbench.sim.event import simulate_event
+from gcbench.sim.event import engine_for, simulate_event
 from gcbench.testing import valid_parameter_sets
 
 torch = pytest.importorskip("torch")
@@ -275,3 +276,41 @@ def test_a_stuck_trained_run_errors_cleanly(tmp_path):
     result = runner.invoke(app, ["simulate", str(path), "--out", str(tmp_path / "o"), "--jobs", "1"])
     assert result.exit_code == 2, result.output
     assert "can never finish" in result.output and "Traceback" not in result.output
+
+
+def test_auto_takes_the_event_engine_for_every_variant_of_a_trained_scenario():
+    sc = trained(variants=[{"scheme": "fr", "s": 1}])
+    assert engine_for(sc, sc.variants[0]) == "event"
+    forced = sc.model_copy(update={"engine": "vectorised"})  # past validation, which refuses it first
+    with pytest.raises(GcbenchError, match="engine: vectorised computes no gradients"):
+        engine_for(forced, forced.variants[0])
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("trained")
+    out = folder / "tiny-trained"
+    sweep = {"sweep": {"straggling.slowdown": [2, 6]}}
+    result = runner.invoke(app, ["simulate", str(write(folder, **sweep)), "--out", str(out), "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_plot_draws_loss_and_accuracy_against_simulated_time(trained_run, tmp_path):
+    from gcbench.plot import figures
+    from gcbench.plot.runs import load_run
+    from gcbench.plot.training import run_target
+
+    result = runner.invoke(app, ["plot", str(trained_run), "-o", str(tmp_path), "--report"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "tiny-trained-sim-training.png").is_file()
+    report = (tmp_path / "tiny-trained-report.md").read_text()
+    assert "final accuracy" in report and "Time to reach 50.0% test accuracy" in report  # the scenario's target
+    run = load_run(trained_run)
+    assert run_target(run.iterations, run.metadata) == 0.5
+    fig = figures.training_curves(run.iterations, 0.5, run.mode)
+    texts = {ax.get_xlabel() for ax in fig.axes} | {t.get_text() for ax in fig.axes for t in ax.texts}
+    assert {"simulated time (s)", "iteration", "target 50.0%"} <= texts
+    last = run.iterations[(run.iterations["point"] == 1) & (run.iterations["variant"] == "uncoded")]
+    drawn = fig.axes[0].lines[0].get_xdata()  # the last sweep point's curve only: one line per variant
+    np.testing.assert_array_equal(drawn, last["end"].to_numpy())

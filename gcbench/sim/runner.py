@@ -2,16 +2,20 @@
 
 Tasks are independent and each is seeded only by its seed, so running them in
 parallel processes gives the same numbers, bit for bit, as running them in turn.
-A scenario that trains in the simulator costs milliseconds per iteration, not
-microseconds, so its tasks run in parallel whenever there are several (in
-fresh "spawn" processes: a forked child of a process whose torch already ran
-threads can hang), and its iterations table gets the loss and accuracy columns.
+A scenario that trains in the simulator gets the loss and accuracy columns. Its
+tasks run in turn unless ``jobs`` says otherwise: measured on the two shared
+cores, two processes took longer than one (each imports torch and builds the
+data again). Worker processes are forked, unless this process has imported
+torch already: then they are spawned, as a forked child of a process whose
+torch ran multi-threaded work hangs in its own first one (seen here: a 2-thread
+matmul in the parent, then one in the child).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -77,7 +81,7 @@ def simulate_points(
     ]
     size = sum(points[i].scenario.iterations * points[i].scenario.workers for i, _ in tasks)
     trains = any(point.scenario.training.in_simulator for point in points)
-    jobs = jobs if jobs is not None else (os.cpu_count() or 1) if size >= PARALLEL_THRESHOLD or trains else 1
+    jobs = jobs if jobs is not None else (os.cpu_count() or 1) if size >= PARALLEL_THRESHOLD and not trains else 1
     results: list[tuple[dict, dict | None]] = []
     if jobs <= 1 or len(tasks) == 1:
         for done, (i, task) in enumerate(tasks, start=1):
@@ -85,7 +89,7 @@ def simulate_points(
             if progress:
                 progress(done)
     else:
-        context = multiprocessing.get_context("spawn") if trains else None
+        context = multiprocessing.get_context("spawn") if trains and "torch" in sys.modules else None
         with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
             futures = [pool.submit(run_task, points[i], i, task, with_workers) for i, task in tasks]
             for done, future in enumerate(futures, start=1):
