@@ -314,3 +314,45 @@ def test_plot_draws_loss_and_accuracy_against_simulated_time(trained_run, tmp_pa
     last = run.iterations[(run.iterations["point"] == 1) & (run.iterations["variant"] == "uncoded")]
     drawn = fig.axes[0].lines[0].get_xdata()  # the last sweep point's curve only: one line per variant
     np.testing.assert_array_equal(drawn, last["end"].to_numpy())
+
+
+class StartedTrainingCluster(TrainingCluster):
+    """A TrainingCluster given data and weights as it is built, so the conformance suite's jobs compute."""
+
+    @classmethod
+    def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True):
+        training = scenario.training.model_copy(update={**TRAINING, "batch_size": 4 * scheme.k})
+        cluster = super().from_scenario(scenario.model_copy(update={"training": training}), scheme, seed, synchronous)
+        cluster.start(cached_data(trained()))
+        cluster.publish(np.zeros(30730, dtype=np.float32))
+        return cluster
+
+
+def test_the_training_cluster_passes_the_cluster_conformance_suite(monkeypatch):
+    """Its gradients computed as results are delivered change nothing the protocol promises."""
+    from gcbench.cluster import _base
+    from gcbench.testing import cluster_checks, cluster_parameters
+
+    monkeypatch.setitem(_base._CLUSTERS, "simpy-trained", StartedTrainingCluster)
+    parameters = cluster_parameters.ClusterTestParameters(module="gcbench.sim.training")
+    monkeypatch.setitem(cluster_parameters.CLUSTER_TEST_PARAMETERS, "simpy-trained", parameters)
+    computed = []
+    compute = TrainingCluster._compute
+    monkeypatch.setattr(TrainingCluster, "_compute", lambda self, *a: computed.append(1) or compute(self, *a))
+    for check, reason in cluster_checks.cluster_checks("simpy-trained"):
+        assert reason is None
+        check("simpy-trained")
+    assert computed  # the suite's results carried real messages
+
+
+@pytest.mark.slow
+def test_parallel_tasks_train_as_tasks_in_turn():
+    """--jobs 2 (spawned processes, as torch is loaded here) gives the same tables, bit for bit."""
+    from gcbench.scenario.loading import SweepPoint
+    from gcbench.sim.runner import simulate_points
+
+    sc = trained(iterations=6, variants=[{"scheme": "fr", "s": 1}, {"scheme": "uncoded", "policy": "async"}])
+    serial, _ = simulate_points([SweepPoint({}, sc)], jobs=1, with_workers=False)
+    parallel, _ = simulate_points([SweepPoint({}, sc)], jobs=2, with_workers=False)
+    pd.testing.assert_frame_equal(serial, parallel)
+    assert serial["loss"].notna().all()
