@@ -90,6 +90,19 @@ def test_every_exact_scheme_trains_as_uncoded_on_the_same_mini_batches(variant, 
     assert uncoded.loss[-1] < uncoded.loss[0]  # it learns
 
 
+@pytest.mark.parametrize("stale_work", ["abandon", "finish"])
+def test_exact_training_survives_crashes_and_redone_work(stale_work):
+    """Crashed workers redo the iteration on the weights of the iteration they redo; with ``finish`` late work
+    is delivered (with its times) but never decoded into a later iteration."""
+    failures = {"model": "crash", "probability": 0.15, "downtime": 0.05}
+    fields = {"failures": failures, "stale_work": stale_work}
+    reference = run({"scheme": "uncoded", "policy": "wait_all"}, **fields)
+    rec = run({"scheme": "cr", "s": 2}, **fields)
+    assert rec.failed.any() and rec.exact.all()
+    np.testing.assert_allclose(rec.loss, reference.loss, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(reference.loss, run({"scheme": "uncoded", "policy": "wait_all"}).loss, rtol=1e-5)
+
+
 def test_the_exact_schemes_decode_from_different_workers_each_iteration():
     """So their equal losses are not those of one set of workers: the straggling changes who is used."""
     rec = run({"scheme": "cr", "s": 2})
@@ -356,3 +369,15 @@ def test_parallel_tasks_train_as_tasks_in_turn():
     parallel, _ = simulate_points([SweepPoint({}, sc)], jobs=2, with_workers=False)
     pd.testing.assert_frame_equal(serial, parallel)
     assert serial["loss"].notna().all()
+
+
+def test_a_task_trains_on_one_torch_and_one_openblas_thread_and_restores_them():
+    from gcbench.sim.training import _openblas_thread_setters, one_torch_thread
+
+    blas = _openblas_thread_setters()
+    if not blas:
+        pytest.skip("no OpenBLAS library is loaded in this process (or no /proc/self/maps)")
+    before, threads = [get() for get, _ in blas], torch.get_num_threads()
+    with one_torch_thread():
+        assert torch.get_num_threads() == 1 and [get() for get, _ in blas] == [1] * len(blas)
+    assert torch.get_num_threads() == threads and [get() for get, _ in blas] == before
