@@ -105,12 +105,21 @@ def print_summary(summary: pd.DataFrame, sweep_columns: list[str], console: Cons
             cells += [speedup, f"{row.exact_share:.0%}"] + ([f"{row.staleness:.2f}"] if stale else [])
             table.add_row(*cells, *training_cells(row))
         console.print(table)
+        if "final_loss" in rows.columns:
+            console.print(TRAINED_NOTE + (TARGET_NOTE if "time_to_target" in rows.columns else ""))
         if stale:
             console.print(
                 "Asynchronous policies: an iteration is one model update from k results, "
                 "and staleness is how many updates old the used results were on average; "
                 "their speedup over synchronous iterations is not comparable (n/a)."
             )
+
+
+TRAINED_NOTE = "Final loss and test accuracy: each seed's last, averaged over the seeds."
+TARGET_NOTE = (
+    " Time to the target: seconds on the run's clock (simulated, or wall-clock for a real run) to the first test "
+    "evaluation reaching it, averaged over the seeds that did."
+)
 
 
 def training_headings(rows: pd.DataFrame) -> list[str]:

@@ -233,6 +233,7 @@ def test_the_cli_trains_and_writes_loss_and_accuracy(tmp_path):
         ("uncoded", "FR s=1", "2-async"), "event"
     )
     assert "final loss" in result.output and "final accuracy" in result.output and "time to 50.0%" in result.output
+    assert "to the first test evaluation reaching it" in " ".join(result.output.split())
     summary = pd.read_csv(out / "summary.csv")
     first = iterations[iterations["accuracy"] >= 0.5].groupby("variant")["end"].min()
     assert summary.set_index("variant")["time_to_target"].to_dict() == pytest.approx(first.to_dict())
