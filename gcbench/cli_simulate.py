@@ -72,7 +72,7 @@ def simulate_scenario(
             points, jobs=jobs, with_workers=with_workers, progress=lambda done: bar.update(task, completed=done)
         )
     sweep_columns = list(points[0].values)
-    summary = summarize(iterations, sweep_columns)
+    summary = summarize(iterations, sweep_columns, scenario.training.target_accuracy)
     elapsed = time.perf_counter() - began
     extra = {"backend": "simulator", "engines": chosen, "wall_seconds": round(elapsed, 3), **trace_cleaning(points)}
     write_results(out, iterations, workers, run_metadata("sim", path, points, extra))
@@ -96,21 +96,56 @@ def print_summary(summary: pd.DataFrame, sweep_columns: list[str], console: Cons
         stale = bool((rows["staleness"] > 0).any())
         table = Table(title=f"iteration time (s){f' at {where}' if where else ''}")
         names = ["variant", "mean", "95% CI", "p50", "p99", "speedup", "exact"] + (["staleness"] if stale else [])
-        for name in names:
+        for name in names + training_headings(rows):
             table.add_column(name, justify="left" if name == "variant" else "right")
         for row in rows.itertuples():
             interval = f"[{row.ci_low:.4g}, {row.ci_high:.4g}]" if pd.notna(row.ci_low) else "n/a"
             cells = [row.variant, f"{row.mean:.4g}", interval, f"{row.p50:.4g}", f"{row.p99:.4g}"]
             speedup = f"{row.speedup:.2f}x" if pd.notna(row.speedup) else "n/a"
             cells += [speedup, f"{row.exact_share:.0%}"] + ([f"{row.staleness:.2f}"] if stale else [])
-            table.add_row(*cells)
+            table.add_row(*cells, *training_cells(row))
         console.print(table)
+        if "final_loss" in rows.columns:
+            console.print(TRAINED_NOTE + (TARGET_NOTE if "time_to_target" in rows.columns else ""))
         if stale:
             console.print(
                 "Asynchronous policies: an iteration is one model update from k results, "
                 "and staleness is how many updates old the used results were on average; "
                 "their speedup over synchronous iterations is not comparable (n/a)."
             )
+
+
+TRAINED_NOTE = "Final loss and test accuracy: each seed's last, averaged over the seeds."
+TARGET_NOTE = (
+    " Time to the target: seconds on the run's clock (simulated, or wall-clock for a real run) to the first test "
+    "evaluation reaching it, averaged over the seeds that did."
+)
+
+
+def training_headings(rows: pd.DataFrame) -> list[str]:
+    """The summary's training columns, for a run that trained: final loss and accuracy, time to the target."""
+    if "final_loss" not in rows.columns:
+        return []
+    target = [f"time to {rows['target_accuracy'].iloc[0]:.1%}"] if "time_to_target" in rows.columns else []
+    return ["final loss", "final accuracy", *target]
+
+
+def training_cells(row) -> list[str]:
+    if not hasattr(row, "final_loss"):
+        return []
+    accuracy = f"{row.final_accuracy:.1%}" if pd.notna(row.final_accuracy) else "n/a"
+    cells = [f"{row.final_loss:.4g}", accuracy]
+    if hasattr(row, "time_to_target"):
+        cells.append(time_to_target_cell(row))
+    return cells
+
+
+def time_to_target_cell(row) -> str:
+    """'1.234 s', '1.234 s (2 of 3 seeds)' or 'not reached' (in the run's clock: simulated seconds here)."""
+    if not row.target_reached:
+        return "not reached"
+    seeds = "" if row.target_reached == row.seeds else f" ({row.target_reached} of {row.seeds} seeds)"
+    return f"{row.time_to_target:.4g} s{seeds}"
 
 
 def cleanings(points: list[SweepPoint]) -> dict[str, TraceCleaning]:

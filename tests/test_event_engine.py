@@ -213,7 +213,9 @@ def assert_asynchronous_engines_agree(point: SweepPoint, index: int, seed: int =
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
 def test_every_shipped_scenario_runs_the_same_on_both_engines(path):
     for point in load_scenario(path):
-        point = SweepPoint(point.values, point.scenario.model_copy(update={"iterations": 40}))
+        # untrained: the vectorised engine computes no gradients; training keeps the times (tests/test_sim_training.py)
+        untrained = point.scenario.training.model_copy(update={"in_simulator": False})
+        point = SweepPoint(point.values, point.scenario.model_copy(update={"iterations": 40, "training": untrained}))
         for index, variant in enumerate(point.scenario.variants):
             if variant.policy.synchronous:
                 assert_engines_agree(point, index)

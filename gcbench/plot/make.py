@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from gcbench.plot import figures, style
 from gcbench.plot.runs import Run, check_distinct, load_run, require_columns
+from gcbench.plot.training import run_target
 from gcbench.results.schema import ITERATION_COLUMNS, WORKER_COLUMNS
 
 
@@ -92,7 +93,8 @@ def plot_runs(
 ) -> tuple[list[Run], list[Written]]:
     """Render every figure for every run (and simulated-vs-real pairs); return what was written.
 
-    ``target`` is the test accuracy whose time-to-reach is marked (default: 90% of the best reached).
+    ``target`` is the test accuracy whose time-to-reach is marked (default: the scenario's
+    ``training.target_accuracy``, else 90% of the best reached).
     """
     runs = load_runs(paths, out)
     return runs, draw_runs(runs, out, formats, target)
@@ -105,7 +107,7 @@ def draw_runs(runs: list[Run], out: Path, formats: tuple[str, ...], target: floa
     written = []
     for run in runs:
         for spec in FIGURES:
-            fig = spec.draw(run, target if target is not None else figures.default_target(run.iterations))
+            fig = spec.draw(run, run_target(run.iterations, run.metadata, target))
             if fig is not None:
                 caption = UPLOAD_ONLY if spec.name == "scheme-map" and run.workers is None else spec.caption
                 written.append(_save(fig, out / f"{run.stem}-{spec.name}", formats, _caption(caption, run)))

@@ -11,6 +11,7 @@ import pandas as pd
 from gcbench.plot import figures
 from gcbench.plot.make import Written
 from gcbench.plot.runs import Run
+from gcbench.plot.training import run_target
 from gcbench.results import summarize
 
 # the summary's columns as the console table names them
@@ -18,10 +19,14 @@ HEADINGS = {"mean": "mean (s)", "ci_low": "95% CI low", "ci_high": "95% CI high"
             "speedup": "speedup", "exact_share": "exact share"}  # fmt: skip
 
 
+TRAINED_HEADINGS = {"final_loss": "final loss", "final_accuracy": "final accuracy"}  # a run that trained
+
+
 def summary_table(run: Run) -> pd.DataFrame:
     table = summarize(run.iterations, run.sweep_columns)
-    columns = ["variant", *run.sweep_columns, *HEADINGS]
-    return table[columns].round(5).rename(columns=HEADINGS)
+    headings = {**HEADINGS, **{k: v for k, v in TRAINED_HEADINGS.items() if k in table.columns}}
+    columns = ["variant", *run.sweep_columns, *headings]
+    return table[columns].round(5).rename(columns=headings)
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
@@ -44,7 +49,7 @@ def report_name(runs: list[Run]) -> str:
 
 def accuracy_lines(run: Run, target: float | None) -> tuple[str, pd.DataFrame | None]:
     """A sentence on the time to reach the target accuracy, and the table of the variants that reached it."""
-    goal = target if target is not None else figures.default_target(run.iterations)
+    goal = run_target(run.iterations, run.metadata, target)
     if goal is None:
         return "", None
     reached = figures.time_to_accuracy(run.iterations, goal).dropna().round(3)

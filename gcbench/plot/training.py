@@ -20,11 +20,32 @@ def default_target(iterations: pd.DataFrame) -> float | None:
     return round(TARGET_SHARE * float(iterations["accuracy"].max()), 3)
 
 
+def run_target(iterations: pd.DataFrame, metadata: dict, target: float | None = None) -> float | None:
+    """The target accuracy to mark: the one asked for, else the scenario's ``training.target_accuracy`` (as run.json
+    has the scenario), else ``default_target``."""
+    if target is not None:
+        return target
+    training = metadata.get("scenario", {}).get("training")
+    given = training.get("target_accuracy") if isinstance(training, dict) else None
+    if isinstance(given, int | float) and not isinstance(given, bool) and 0 < given <= 1:
+        return float(given)
+    return default_target(iterations)
+
+
+def last_point(iterations: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the last sweep point (all of them without a sweep): one curve per variant."""
+    if "point" not in iterations.columns:
+        return iterations
+    return iterations[iterations["point"] == iterations["point"].max()]
+
+
 def training_curves(iterations: pd.DataFrame, target: float | None = None, mode: str = "real") -> Figure | None:
-    """4. Training loss and test accuracy against time (wall-clock or simulated) and against iterations."""
+    """4. Training loss and test accuracy against time (wall-clock or simulated) and against iterations (the first
+    seed, at the last sweep point)."""
     metrics = [c for c in ("loss", "accuracy") if c in iterations.columns and iterations[c].notna().any()]
     if not metrics:
         return None
+    iterations = last_point(iterations)
     first_seed = iterations[iterations["seed"] == iterations["seed"].min()]
     fig = Figure(figsize=(FULL_WIDTH, 0.5 + 2.4 * len(metrics)), layout="constrained")
     axes = fig.subplots(len(metrics), 2, squeeze=False)
@@ -68,9 +89,9 @@ def _target_line(row, target: float, reached: bool) -> None:
 
 
 def time_to_accuracy(iterations: pd.DataFrame, target: float) -> pd.DataFrame:
-    """Seconds until each variant's test accuracy first reaches the target (NaN: never)."""
+    """Seconds until each variant's test accuracy first reaches the target (NaN: never), at the last sweep point."""
     rows = []
-    for variant, frame in iterations.groupby("variant", sort=False):
+    for variant, frame in last_point(iterations).groupby("variant", sort=False):
         reached = frame[frame.get("accuracy", pd.Series(dtype=float)) >= target]
         rows.append({"variant": variant, "seconds": reached["end"].min() if len(reached) else np.nan})
     return pd.DataFrame(rows)

@@ -11,6 +11,12 @@ fewer than 50 iterations), and ``interval_note`` says it in a sentence.
 The speedup is over the first variant; an asynchronous variant's iterations
 are single model updates, so its speedup over a synchronous one (or the other
 way round) is not reported.
+
+A run that trained (real, or simulated with ``training.in_simulator``) adds the
+final loss and test accuracy (each seed's last, averaged over seeds) and, given
+a target accuracy, the seconds (simulated or wall-clock, as the run's clock) to
+the first evaluation reaching it: the mean over the seeds that reached it, with
+how many did.
 """
 
 from __future__ import annotations
@@ -62,8 +68,10 @@ def interval_note(summary: pd.DataFrame) -> str | None:
     return f"95% CI over {' / '.join(sources)} (the mean of each as one sample)."
 
 
-def summarize(iterations: pd.DataFrame, sweep_columns: list[str] | None = None) -> pd.DataFrame:
-    """One row per (sweep point, variant), variants in their first-seen order."""
+def summarize(
+    iterations: pd.DataFrame, sweep_columns: list[str] | None = None, target: float | None = None
+) -> pd.DataFrame:
+    """One row per (sweep point, variant), variants in their first-seen order; ``target``: a test accuracy."""
     rows = []
     order = list(dict.fromkeys(iterations["variant"]))
     for point, at_point in iterations.groupby("point", sort=True):
@@ -92,5 +100,25 @@ def summarize(iterations: pd.DataFrame, sweep_columns: list[str] | None = None) 
                 iterations=len(frame),
                 ci_from=interval_source(frame),
             )
+            if "loss" in frame.columns:
+                row.update(training_columns(frame, target))
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def training_columns(frame: pd.DataFrame, target: float | None) -> dict[str, float | int]:
+    """Final loss and accuracy of one variant at one point, and the time to ``target`` when one is given."""
+    by_seed = frame.sort_values("iteration").groupby("seed")
+    columns: dict[str, float | int] = {
+        "final_loss": by_seed["loss"].last().mean(),  # (groupby's last skips NaN: each seed's last loss)
+        "final_accuracy": by_seed["accuracy"].last().mean(),
+    }
+    if target is not None:
+        reached = frame[frame["accuracy"] >= target].groupby("seed")["end"].min()
+        columns.update(
+            target_accuracy=target,
+            time_to_target=reached.mean() if len(reached) else np.nan,
+            target_reached=len(reached),
+            seeds=frame["seed"].nunique(),
+        )
+    return columns

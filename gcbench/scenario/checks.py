@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 MAX_CHECKED_WORKERS = 128
 # The simulator holds a run's draws (iterations x workers, or x k results) in memory.
 MAX_RUN_CELLS = 10**8
+# only the event engine computes gradients (gcbench.sim.event.engine_for says the same)
+VECTORISED_CANNOT_TRAIN = (
+    "engine: vectorised computes no gradients, and training.in_simulator is true; use engine: auto or event"
+)
 
 
 def cross_field_problems(scenario: Scenario) -> list[str]:
@@ -28,7 +32,28 @@ def cross_field_problems(scenario: Scenario) -> list[str]:
     fixed = getattr(scenario.straggling, "workers", None) or []
     if any(w >= n for w in fixed):
         problems.append(f"straggling.workers: worker ids must be < workers ({n})")
-    return problems + size_problems(scenario) + variant_problems(n, list(enumerate(scenario.variants)))
+    variants = variant_problems(n, list(enumerate(scenario.variants)))
+    return problems + size_problems(scenario) + variants + ([] if variants else training_problems(scenario))
+
+
+def training_problems(scenario: Scenario) -> list[str]:
+    """What training in the simulator needs: the event engine, and a batch that splits evenly into partitions."""
+    training = scenario.training
+    if not training.in_simulator:
+        return []
+    problems = []
+    if scenario.engine == "vectorised":
+        problems.append(VECTORISED_CANNOT_TRAIN)
+    for i, variant in enumerate(scenario.variants):
+        k = make_scheme(variant.scheme, n=scenario.workers, s=variant.s, **variant.scheme_params()).k
+        if training.batch_size % k:
+            fit = max(k, round(training.batch_size / k) * k)
+            problems.append(
+                f"training.batch_size: {training.batch_size} is not a multiple of the {k} data partitions of "
+                f"variants[{i}], so they would not get as many samples each; use {fit}, for example"
+            )
+            break
+    return problems
 
 
 def size_problems(scenario: Scenario) -> list[str]:

@@ -87,7 +87,12 @@ class Variant(Config):
 
 
 class Training(Config):
-    """What real mode trains, and how (ignored by the simulator)."""
+    """What a run trains, and how: real mode always trains; the simulator only with ``in_simulator``.
+
+    ``in_simulator``: `gcbench simulate` computes real partition gradients in process while the models say how
+    long each job took (gcbench/sim/training.py), so loss and accuracy are recorded against simulated time.
+    ``target_accuracy``: the summary reports the simulated seconds to the first evaluation reaching it.
+    """
 
     dataset: Literal["cifar10", "synthetic"] = "cifar10"
     data_dir: str | None = None
@@ -101,6 +106,8 @@ class Training(Config):
     checkpoint_every: PositiveInt = 100
     device: str = "auto"  # auto: CUDA when available
     timeout: Annotated[float, Field(gt=0)] = 120.0  # seconds any single wait may take
+    in_simulator: bool = False  # gcbench simulate trains for real, in simulated time
+    target_accuracy: Annotated[float, Field(gt=0, le=1)] | None = None  # test accuracy whose time the summary reports
 
     @field_validator("device")
     @classmethod

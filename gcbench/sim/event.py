@@ -3,17 +3,21 @@
 The master's rules (gcbench/master) are the ones real mode follows; only the
 clock is virtual. The vectorised engine (gcbench/sim/synchronous.py) is the fast
 path for synchronous policies; tests/test_event_engine.py holds the two equal.
+A scenario that trains in the simulator (``training.in_simulator``) runs this
+engine with a learner (gcbench/sim/training.py).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
+from gcbench.cluster import Cluster
 from gcbench.coding import Scheme
 from gcbench.errors import GcbenchError
-from gcbench.master import AsynchronousMaster, SynchronousMaster, decoding_quality
+from gcbench.master import AsynchronousMaster, Learner, SynchronousMaster, decoding_quality
 from gcbench.results.recorder import RunRecorder
-from gcbench.scenario.draws import draw_run
+from gcbench.scenario.checks import VECTORISED_CANNOT_TRAIN
+from gcbench.scenario.draws import RunDraws, draw_run
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.sim.cluster import SimPyCluster
 
@@ -28,21 +32,38 @@ def simulate_event(
     synchronous = variant.policy.synchronous
     cluster = cluster_class(scenario, scheme, draws, link_per_job=synchronous)
     rec = RunRecorder(scenario.iterations, scenario.workers)
-    if synchronous:
-        rec.straggling[:], rec.injected[:] = draws.straggling, draws.injected
-        SynchronousMaster(cluster, scheme, variant, draws.crash, scenario.stale_work, rec).run()
-    else:
-        AsynchronousMaster(
-            cluster, variant, draws.crash, rec, straggling=draws.straggling, injected=draws.injected
-        ).run()
+    master_for(cluster, scenario, variant, scheme, draws, rec).run()
     cluster.shutdown()
     decoding_quality(rec, scheme)
     return rec
 
 
+def master_for(
+    cluster: Cluster,
+    scenario: Scenario,
+    variant: Variant,
+    scheme: Scheme,
+    draws: RunDraws,
+    rec: RunRecorder,
+    learner: Learner | None = None,
+) -> SynchronousMaster | AsynchronousMaster:
+    """The variant's master on this cluster, recording into ``rec`` (the draws' straggling and injected delay)."""
+    if variant.policy.synchronous:
+        rec.straggling[:], rec.injected[:] = draws.straggling, draws.injected
+        return SynchronousMaster(cluster, scheme, variant, draws.crash, scenario.stale_work, rec, learner)
+    return AsynchronousMaster(
+        cluster, variant, draws.crash, rec, learner, straggling=draws.straggling, injected=draws.injected
+    )
+
+
 def engine_for(scenario: Scenario, variant: Variant) -> EngineName:
-    """Which engine runs this variant: ``auto`` takes the vectorised fast path where it applies."""
+    """Which engine runs this variant: ``auto`` takes the vectorised fast path where it applies (never when the
+    scenario trains: only the event engine computes gradients)."""
     if scenario.engine == "event":
+        return "event"
+    if scenario.training.in_simulator:
+        if scenario.engine == "vectorised":
+            raise GcbenchError(f"{VECTORISED_CANNOT_TRAIN}.")
         return "event"
     if variant.policy.synchronous:
         return "vectorised"
@@ -55,6 +76,11 @@ def engine_for(scenario: Scenario, variant: Variant) -> EngineName:
 
 
 def simulate_with(engine: EngineName, scenario: Scenario, variant: Variant, scheme: Scheme, seed: int) -> RunRecorder:
+    """One (variant, seed) on the engine chosen; a scenario that trains in the simulator trains on the event one."""
+    if engine == "event" and scenario.training.in_simulator:
+        from gcbench.sim.training import simulate_training
+
+        return simulate_training(scenario, variant, scheme, seed)
     from gcbench.sim.synchronous import simulate_synchronous
 
     return (simulate_event if engine == "event" else simulate_synchronous)(scenario, variant, scheme, seed)

@@ -2,11 +2,20 @@
 
 Tasks are independent and each is seeded only by its seed, so running them in
 parallel processes gives the same numbers, bit for bit, as running them in turn.
+A scenario that trains in the simulator gets the loss and accuracy columns. Its
+tasks run in turn unless ``jobs`` says otherwise: measured on the two shared
+cores, two processes took longer than one (each imports torch and builds the
+data again). Worker processes are forked, unless this process has imported
+torch already: then they are spawned, as a forked child of a process whose
+torch ran multi-threaded work hangs in its own first one (seen here: a 2-thread
+matmul in the parent, then one in the child).
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -45,7 +54,8 @@ def run_task(point: SweepPoint, index: int, task: Task, with_workers: bool) -> t
         **point.values,
         "seed": task.seed,
     }
-    iterations = {**{k: np.repeat(v, scenario.iterations) for k, v in keys.items()}, **rec.iteration_columns()}
+    columns = rec.iteration_columns(trained=scenario.training.in_simulator)
+    iterations = {**{k: np.repeat(v, scenario.iterations) for k, v in keys.items()}, **columns}
     workers = None
     if with_workers:
         loads = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)])
@@ -70,7 +80,8 @@ def simulate_points(
         for seed in point.scenario.seeds
     ]
     size = sum(points[i].scenario.iterations * points[i].scenario.workers for i, _ in tasks)
-    jobs = jobs if jobs is not None else (os.cpu_count() or 1) if size >= PARALLEL_THRESHOLD else 1
+    trains = any(point.scenario.training.in_simulator for point in points)
+    jobs = jobs if jobs is not None else (os.cpu_count() or 1) if size >= PARALLEL_THRESHOLD and not trains else 1
     results: list[tuple[dict, dict | None]] = []
     if jobs <= 1 or len(tasks) == 1:
         for done, (i, task) in enumerate(tasks, start=1):
@@ -78,7 +89,8 @@ def simulate_points(
             if progress:
                 progress(done)
     else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        context = multiprocessing.get_context("spawn") if trains and "torch" in sys.modules else None
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
             futures = [pool.submit(run_task, points[i], i, task, with_workers) for i, task in tasks]
             for done, future in enumerate(futures, start=1):
                 results.append(future.result())

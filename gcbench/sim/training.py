@@ -1,0 +1,221 @@
+"""Training inside the simulator: the SimPy cluster's workers compute real gradients, in process.
+
+A scenario with ``training.in_simulator`` runs the one master with a learner
+(gcbench.training.learner) on a ``TrainingCluster``: how long each job takes
+still comes from the models (the same draws, so the tables' times equal an
+untrained run's), and what it computes is what a Ray worker computes
+(gcbench/real/worker.py): ``shard_gradient`` per partition of its load on the
+weights published before the job was submitted, then ``scheme.encode``.
+
+A job computes only when its result is delivered, so an abandoned job costs
+nothing; partition gradients are cached per (weights version, mini-batch,
+partition), so a partition that several workers hold is computed once per
+version. torch is imported by gcbench.training, which only this module (and
+only a run that trains) imports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gcbench.cluster import Job, Result
+from gcbench.master import decoding_quality
+from gcbench.results.recorder import RunRecorder
+from gcbench.scenario.draws import draw_run
+from gcbench.sim.cluster import SimPyCluster
+from gcbench.sim.event import master_for
+from gcbench.training.batches import PartitionSampler
+from gcbench.training.data import Dataset, load_data
+from gcbench.training.evaluation import evaluate_master
+from gcbench.training.gradients import shard_gradient, share_flat_storage
+from gcbench.training.learner import Learner
+from gcbench.training.models import build_model
+
+if TYPE_CHECKING:
+    from gcbench.coding import Scheme
+    from gcbench.scenario.schema import Scenario, Variant
+
+
+class TrainingCluster(SimPyCluster):
+    """The SimPy cluster whose results carry real messages and losses once ``start(data)`` gave it the data.
+
+    ``synchronous``: the master uses only results computed on the weights it published last (a synchronous
+    master publishes as each iteration starts), so older work is delivered with its timings but not computed.
+    """
+
+    def __init__(self, scenario, scheme, draws, link_per_job: bool = False, seed: int = 0) -> None:
+        super().__init__(scenario, scheme, draws, link_per_job)
+        self.scheme, self.training, self.seed, self.synchronous = scheme, scenario.training, seed, link_per_job
+        self.version = -1  # of the weights published last
+        self.published: dict[int, np.ndarray] = {}  # version -> weights, while a job may still compute on them
+        self.work: dict[Job, tuple[int, int]] = {}  # job -> (weights version, mini-batch)
+        self.gradients: dict[tuple[int, int, int], tuple] = {}  # (version, batch, partition) -> (gradient, loss)
+        self.computed = 0  # partition gradients computed (the cache's hits are not)
+        self.shards = None
+
+    @classmethod
+    def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True) -> TrainingCluster:
+        return cls(scenario, scheme, draw_run(scenario, scheme, seed), link_per_job=synchronous, seed=seed)
+
+    def start(self, data: Dataset | None = None) -> None:
+        """Hold every partition's shard (the Ray workers each hold their own) and one worker model."""
+        if data is None:
+            return
+        training = self.training
+        self.sampler = PartitionSampler(len(data.train_labels), self.scheme.k, training.batch_size, self.seed)
+        self.shards = self.sampler.shard_data(data.train_images, data.train_labels)
+        self.model = build_model(training.model, data.classes, self.seed)
+        self.flat = share_flat_storage(self.model)  # loading a version's weights is one copy
+        self.loaded: int | None = None
+
+    def publish(self, weights) -> None:
+        """Keep a copy (the learner steps its weights in place) for the jobs submitted from now on."""
+        self.version += 1
+        self.published[self.version] = np.array(weights, copy=True)
+        self._forget()
+
+    def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
+        handle = super().submit(worker, job, row, crash, batch)
+        if handle in self.jobs and self.shards is not None and self.version >= 0:  # it will deliver a result
+            self.work[handle] = (self.version, row if batch is None else batch)
+        return handle
+
+    def next_event(self, until: float):
+        event = super().next_event(until)
+        if type(event) is Result:
+            version, batch = self.work.pop(event.job, (None, None))
+            usable = not self.synchronous or version == self.version
+            if version is not None and usable and not event.abandoned:
+                self._compute(event, version, batch)
+        return event
+
+    def _compute(self, result: Result, version: int, batch: int) -> None:
+        """What the Ray worker computes: each partition's gradient and loss, then the scheme's messages."""
+        worker, gradients, losses = result.job.worker, {}, {}
+        for j in self.scheme.partitions(worker):
+            key = (version, batch, j)
+            if key not in self.gradients:
+                self._load(version)
+                self.gradients[key] = shard_gradient(
+                    self.model, self.shards[j], self.sampler, batch, j, self.flat.device
+                )
+                self.computed += 1
+            gradients[j], losses[j] = self.gradients[key]
+        result.messages = [m.numpy() for m in self.scheme.encode(worker, gradients)]
+        result.losses = losses
+
+    def _load(self, version: int) -> None:
+        if self.loaded != version:
+            self.flat.numpy()[:] = self.published[version]
+            self.loaded = version
+
+    def _forget(self) -> None:
+        """Drop the weights and cached gradients of versions no job can compute on any more."""
+        queued = {event.job for event in self.events if type(event) is Result}
+        self.work = {job: vb for job, vb in self.work.items() if job in self.jobs or job in queued}
+        live = {version for version, _ in self.work.values()} | {self.version}
+        self.published = {v: w for v, w in self.published.items() if v in live}
+        self.gradients = {key: g for key, g in self.gradients.items() if key[0] in live}
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        self.work.clear()
+        self.gradients.clear()
+        self.published.clear()
+
+
+def simulate_training(
+    scenario: Scenario, variant: Variant, scheme: Scheme, seed: int, data: Dataset | None = None
+) -> RunRecorder:
+    """The event engine with a learner: loss per iteration (update), test accuracy every ``eval_every``."""
+    training = scenario.training
+    data = data if data is not None else cached_data(scenario)
+    draws = draw_run(scenario, scheme, seed)
+    synchronous = variant.policy.synchronous
+    cluster = TrainingCluster(scenario, scheme, draws, link_per_job=synchronous, seed=seed)
+    rec = RunRecorder(scenario.iterations, scenario.workers)
+    with one_torch_thread():
+        learner = Learner(scheme, training, data.classes, seed)
+        cluster.start(data)
+        master = master_for(cluster, scenario, variant, scheme, draws, rec, learner)
+        try:
+            for t in master.steps(0, scenario.iterations):
+                if (t + 1) % training.eval_every == 0 or t == scenario.iterations - 1:
+                    rec.accuracy[t] = evaluate_master(learner.model, data, training.batch_size)
+            if synchronous:
+                master.finish()
+        finally:
+            cluster.shutdown()
+    decoding_quality(rec, scheme)
+    return rec
+
+
+_DATA: dict[tuple, Dataset] = {}  # the last dataset loaded in this process, by the training fields naming it
+
+
+def cached_data(scenario: Scenario) -> Dataset:
+    """The scenario's dataset, loaded once per process (every task of a sweep trains on the same one)."""
+    training = scenario.training
+    key = (training.dataset, training.data_dir, training.cache_dir)
+    if key not in _DATA:
+        _DATA.clear()
+        _DATA[key] = load_data(scenario)
+    return _DATA[key]
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Each simulated task trains on one thread (torch's, and OpenBLAS's, which decodes): tasks run in parallel
+    processes, one per core, and the vectors are small enough that a second thread only waits to be woken."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    blas = _openblas_thread_setters()
+    counts = [get() for get, _ in blas]
+    for _, put in blas:
+        put(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+        for (_, put), count in zip(blas, counts, strict=True):
+            put(count)
+
+
+# (get, set) thread-count functions of each OpenBLAS build, as numpy's and scipy's wheels name them
+_OPENBLAS_NAMES = [
+    ("openblas_get_num_threads", "openblas_set_num_threads"),
+    ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
+    ("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
+]
+
+
+def _openblas_thread_setters() -> list[tuple]:
+    """The thread-count getters and setters of the OpenBLAS libraries loaded in this process (Linux; none
+    elsewhere). Measured on the shared 2-core machine: with OpenBLAS's default two threads, decoding a
+    30,730-long gradient from 10 messages (ten saxpy calls) took 13 ms, each call seemingly waiting for the
+    second thread to be scheduled; on one thread CR s=2 trained at 17 to 20 ms of CPU per iteration, not 37
+    to 78."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.rsplit("/", 1)[-1]})
+    except OSError:
+        return []
+    found = []
+    for path in paths:
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for get, put in _OPENBLAS_NAMES:
+            if hasattr(library, get) and hasattr(library, put):
+                found.append((getattr(library, get), getattr(library, put)))
+                break
+    return found
