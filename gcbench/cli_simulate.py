@@ -62,6 +62,10 @@ def simulate_scenario(
     if out is not None:
         check_out(out, force)
     scenario = points[0].scenario
+    if any(point.scenario.training.in_simulator for point in points):
+        from gcbench.real.requirements import require_real_extra
+
+        require_real_extra("scenarios that train in the simulator", "or set training.in_simulator: false")
     chosen = engines(points)  # before any work: an engine that cannot run a variant is the user's error
     out = out or new_run_directory(Path("results"), scenario.name)
     began = time.perf_counter()

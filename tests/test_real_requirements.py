@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gcbench.cli import app
+from gcbench.real.requirements import INSTALL
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,3 +95,14 @@ def test_a_cuda_device_this_machine_does_not_have_is_refused(monkeypatch, no_ray
     assert "training.device: cuda:1 was asked for, but this machine has 1 CUDA device(s): cuda:0 to cuda:0." in (
         result.output
     )
+
+
+def test_training_in_the_simulator_without_the_real_extra_says_how_to_install_it():
+    result = gcbench_without_real_extra("simulate", "scenarios/trained_sweep.yaml", "--check")
+    assert result.returncode == 0, result.stderr  # --check needs no torch
+    result = gcbench_without_real_extra("simulate", "scenarios/trained_sweep.yaml", "--iterations", "2")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: scenarios that train in the simulator need the [real] extra (torch, torchvision, ray cannot be "
+        f"imported): install it with {INSTALL}, or set training.in_simulator: false."
+    ]

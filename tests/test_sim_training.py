@@ -28,7 +28,7 @@ from gcbench.scenario.schema import Scenario
 from gcbench.sim.event import engine_for, simulate_event
 from gcbench.testing import valid_parameter_sets
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="torch is part of the [real] extra")
 
 from gcbench.sim.training import TrainingCluster, cached_data, simulate_training  # noqa: E402
 from gcbench.training.gradients import shard_gradient, share_flat_storage  # noqa: E402
@@ -372,13 +372,15 @@ def test_parallel_tasks_train_as_tasks_in_turn():
     assert serial["loss"].notna().all()
 
 
-def test_a_task_trains_on_one_torch_and_one_openblas_thread_and_restores_them():
-    from gcbench.sim.training import _openblas_thread_setters, one_torch_thread
+def test_a_task_trains_on_one_torch_and_one_blas_thread_and_restores_them():
+    from threadpoolctl import threadpool_info
 
-    blas = _openblas_thread_setters()
-    if not blas:
-        pytest.skip("no OpenBLAS library is loaded in this process (or no /proc/self/maps)")
-    before, threads = [get() for get, _ in blas], torch.get_num_threads()
+    from gcbench.sim.training import one_torch_thread
+
+    def blas_threads() -> list[int]:
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    before, threads = blas_threads(), torch.get_num_threads()
     with one_torch_thread():
-        assert torch.get_num_threads() == 1 and [get() for get, _ in blas] == [1] * len(blas)
-    assert torch.get_num_threads() == threads and [get() for get, _ in blas] == before
+        assert torch.get_num_threads() == 1 and blas_threads() == [1] * len(before)
+    assert torch.get_num_threads() == threads and blas_threads() == before

@@ -12,7 +12,7 @@ import importlib.util
 
 from gcbench.errors import GcbenchError
 
-REAL_MODULES = ("torch", "torchvision", "ray")
+REAL_MODULES = ("torch", "torchvision", "ray", "threadpoolctl")
 INSTALL = "pip install -e '.[real]' in a clone of gcbench, or pip install 'gcbench[real]'"
 
 
@@ -29,10 +29,11 @@ def missing_real_modules() -> list[str]:
     return missing
 
 
-def require_real_extra() -> None:
-    """Refuse a real run without the [real] extra, saying how to install it."""
+def require_real_extra(needs: str = "real runs", otherwise: str = "or simulate with --sim") -> None:
+    """Refuse what trains (a real run, or training in the simulator) without the [real] extra, saying how to
+    install it."""
     if missing := missing_real_modules():
         raise GcbenchError(
-            f"real runs need the [real] extra ({', '.join(missing)} cannot be imported): install it with {INSTALL}, "
-            "or simulate with --sim."
+            f"{needs} need the [real] extra ({', '.join(missing)} cannot be imported): install it with {INSTALL}, "
+            f"{otherwise}."
         )

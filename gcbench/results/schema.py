@@ -1,7 +1,7 @@
 """Column names and meanings of the results tables (docs/results.md says the same, by hand: keep them in step).
 
 Both modes write these columns; sweep parameters add one column per swept path,
-and real mode adds its own (loss, accuracy) after them.
+and a run that trains (real, or simulated with training.in_simulator) adds loss and accuracy after them.
 """
 
 # The policy column of a variant whose scenario names no policy (gcbench.policies.Decodable; a test holds them

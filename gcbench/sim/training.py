@@ -169,53 +169,19 @@ def cached_data(scenario: Scenario) -> Dataset:
 
 @contextmanager
 def one_torch_thread() -> Iterator[None]:
-    """Each simulated task trains on one thread (torch's, and OpenBLAS's, which decodes): tasks run in parallel
-    processes, one per core, and the vectors are small enough that a second thread only waits to be woken."""
+    """Each simulated task trains on one thread (torch's, and the BLAS's, which decodes): tasks run in parallel
+    processes, one per core, and the vectors are small enough that a second thread only waits to be woken.
+
+    Measured on the shared 2-core machine: with OpenBLAS's default two threads, decoding a 30,730-long
+    gradient from 10 messages (ten saxpy calls) took 13 ms, each call waiting for the second thread to be
+    scheduled; on one thread CR s=2 trained at 17 to 20 ms of CPU per iteration, not 37 to 78."""
     import torch
+    from threadpoolctl import threadpool_limits
 
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
-    blas = _openblas_thread_setters()
-    counts = [get() for get, _ in blas]
-    for _, put in blas:
-        put(1)
     try:
-        yield
+        with threadpool_limits(limits=1, user_api="blas"):
+            yield
     finally:
         torch.set_num_threads(previous)
-        for (_, put), count in zip(blas, counts, strict=True):
-            put(count)
-
-
-# (get, set) thread-count functions of each OpenBLAS build, as numpy's and scipy's wheels name them
-_OPENBLAS_NAMES = [
-    ("openblas_get_num_threads", "openblas_set_num_threads"),
-    ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
-    ("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
-]
-
-
-def _openblas_thread_setters() -> list[tuple]:
-    """The thread-count getters and setters of the OpenBLAS libraries loaded in this process (Linux; none
-    elsewhere). Measured on the shared 2-core machine: with OpenBLAS's default two threads, decoding a
-    30,730-long gradient from 10 messages (ten saxpy calls) took 13 ms, each call seemingly waiting for the
-    second thread to be scheduled; on one thread CR s=2 trained at 17 to 20 ms of CPU per iteration, not 37
-    to 78."""
-    import ctypes
-
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.rsplit("/", 1)[-1]})
-    except OSError:
-        return []
-    found = []
-    for path in paths:
-        try:
-            library = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for get, put in _OPENBLAS_NAMES:
-            if hasattr(library, get) and hasattr(library, put):
-                found.append((getattr(library, get), getattr(library, put)))
-                break
-    return found
