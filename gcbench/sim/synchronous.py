@@ -65,10 +65,12 @@ class _Run:
         rec.duration[a:b], rec.end[a:b] = outcome.stop, ends
         rec.start[a] = origin
         rec.start[a + 1 : b] = ends[:-1]
-        rec.compute_start[a:b] = rec.start[a:b, None]
-        rec.compute_end[a:b] = rec.start[a:b, None] + self.busy[a:b]
-        rec.arrival[a:b] = rec.start[a:b, None] + arrivals
-        rec.used[a:b] = arrivals <= outcome.stop[:, None]
+        start = rec.start[a:b, None]
+        # (out=: written straight into the tables, with no (iterations x n) temporary to allocate and copy)
+        rec.compute_start[a:b] = start
+        np.add(start, self.busy[a:b], out=rec.compute_end[a:b])
+        np.add(start, arrivals, out=rec.arrival[a:b])
+        np.less_equal(arrivals, outcome.stop[:, None], out=rec.used[a:b])
         rec.reason[a:b] = outcome.reason
         return float(ends[-1])
 
