@@ -31,20 +31,18 @@ INF = float("inf")
 
 
 class Due:
-    """A triggered event on a SimPy calendar with a value and one callback: all ``Environment.step`` reads of
-    an event (``callbacks``, ``_ok``, ``_value``), made and scheduled in about three quarters of a
-    ``simpy.Event``'s or ``Timeout``'s time (no ``__dict__``, no ``env``, no ``schedule`` call; measured).
-    Only the cluster's own messages are ``Due``: no process yields one."""
+    """A triggered event on a SimPy calendar with a value and one callback, scheduled ``delay`` from now as it
+    is made (as a ``Timeout`` is, with any priority): all ``Environment.step`` reads of an event
+    (``callbacks``, ``_ok``, ``_value``), made and scheduled in about three quarters of a ``simpy.Event``'s
+    time (no ``__dict__``, no ``env``, no ``schedule`` call; measured). The key is ``env.schedule``'s (time,
+    priority, event id), so events keep their order. Only the cluster's own messages are ``Due``: no
+    process yields one."""
 
     __slots__ = ("callbacks", "_ok", "_value")
 
-    def __init__(self, value, callback) -> None:
+    def __init__(self, env: simpy.Environment, delay: float, priority: int, value, callback) -> None:
         self.callbacks, self._ok, self._value = [callback], True, value
-
-
-def schedule_due(env: simpy.Environment, delay: float, priority: int, value, callback) -> None:
-    """``env.schedule`` of a ``Due``: the same (time, priority, event id) key, so the same order."""
-    heappush(env._queue, (env._now + delay, priority, next(env._eid), Due(value, callback)))
+        heappush(env._queue, (env._now + delay, priority, next(env._eid), self))
 
 
 class Link:
@@ -65,16 +63,12 @@ class Link:
         self.busy = False
 
     def reach(self, event: Due) -> None:
-        """The callback of a message's event reaching the link."""
-        self.put(event._value)
-
-    def put(self, message) -> None:
-        """A message (job, compute start, compute end) reaches the link now."""
+        """A message (job, compute start, compute end) reaches the link now: the callback of its event."""
         if self.busy:
-            self.queue.append(message)
+            self.queue.append(event._value)
         else:
             self.busy = True
-            schedule_due(self.env, self.transfer, NORMAL, message, self._sent)
+            Due(self.env, self.transfer, NORMAL, event._value, self._sent)
 
     def _sent(self, event: Due) -> None:
         job, begin, ready = event._value
@@ -82,7 +76,7 @@ class Link:
         self.busy = bool(queue)  # (before delivering, as the process had it)
         self.sent(Result(job, self.env._now, begin, ready))
         if queue:
-            schedule_due(self.env, self.transfer, NORMAL, queue.popleft(), self._sent)
+            Due(self.env, self.transfer, NORMAL, queue.popleft(), self._sent)
         elif self.idle is not None:
             self.idle(self)
 
@@ -170,7 +164,7 @@ class SimPyCluster(Cluster):
         """Reach the link after ``delay``: messages reaching it at one instant queue in worker order, as in
         the fast path's stable sort (a timeout would order them by when their jobs were submitted)."""
         reach = self._reach_job_link if self.link is None else self.link.reach
-        schedule_due(self.env, delay, 2 + worker, value, reach)
+        Due(self.env, delay, 2 + worker, value, reach)
 
     def _schedule(self, delay: float, value, callback) -> None:
         event = self.env.timeout(delay, value)
@@ -199,7 +193,7 @@ class SimPyCluster(Cluster):
         link = self.links.get(key)
         if link is None:
             link = self.links[key] = Link(self.env, self.transfer, self._queue_result, self._job_link_idle, key)
-        link.put(event._value)
+        link.reach(event)
 
     def _shared_link(self) -> Link:
         return Link(self.env, self.transfer, self._queue_result)
