@@ -49,12 +49,12 @@ class Link:
     """The master's ingress link: sends its queued messages one at a time, first come first served, each
     holding the link for ``transfer`` seconds.
 
-    A chain of transfers, each one calendar event whose callback delivers its message and starts the next
-    transfer: with the message reaching the link, two events a message, where a capacity-one
-    ``simpy.Resource`` costs four (reaching it, the request granted, the transfer, the release) and the link
-    process this replaces two plus its start and end events and a generator's resumption a message. A
-    transfer's event is made when the transfer starts, as that process made its timeout, so events due at
-    one instant keep the order they had (SimPy orders them by when they were made)."""
+    A chain of transfer events: each one's callback delivers its message and starts the next transfer. With
+    the message reaching the link, that is two calendar events a message, where a capacity-one
+    ``simpy.Resource`` costs four (reaching it, the request granted, the transfer, the release) and the SimPy
+    process this link was before two, plus a start and an end event per busy spell and a generator's
+    resumption a message. A transfer's event is made when the transfer starts, as that process made its
+    timeout, so events due at one instant keep their order (SimPy breaks such ties by when events were made)."""
 
     def __init__(self, env: simpy.Environment, transfer: float, sent, idle=None, key=0) -> None:
         """``sent(result)`` takes each message as it arrives; ``idle(link)``, if given, hears the link go idle."""
