@@ -3,24 +3,26 @@
 Each job's compute time, straggling and crash come from the run's seeded draws
 (row ``row`` of ``draw_run``), its upload from the network model: latency, then
 bandwidth, through the master's ingress link when it is shared. The shared link
-is a FIFO server: a SimPy process (``Link``) that sends the messages queued on
-it one at a time, in the order they reached it. A synchronous run gives each
-iteration's messages a link of their own, as the fast path does (messages of a
-finished iteration never delay the next one's); an asynchronous run has one.
+is a FIFO server (``Link``): a chain of calendar events that sends the messages
+queued on it one at a time, in the order they reached it. A synchronous run
+gives each iteration's messages a link of their own, as the fast path does
+(messages of a finished iteration never delay the next one's); an asynchronous
+run has one.
 
 A job is one SimPy event whose callback queues its result for ``next_event``
-(with a shared link: reaching the link, then the link process's timeout for its
-transfer); the master running on this cluster is the simulator's event engine.
-Virtual time only moves inside ``next_event``, which steps the environment to
-the next event.
+(with a shared link: reaching the link, then its transfer over the link); the
+master running on this cluster is the simulator's event engine. Virtual time
+only moves inside ``next_event``, which steps the environment to the next event.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
+from heapq import heappush
 
 import simpy
+from simpy.core import NORMAL
 
 from gcbench.cluster import Cluster, Event, Failure, Job, Restart, Result, register_cluster
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
@@ -28,37 +30,55 @@ from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 INF = float("inf")
 
 
+class Due:
+    """A triggered event on a SimPy calendar with a value and one callback, scheduled ``delay`` from now as it
+    is made (as a ``Timeout`` is, with any priority): all ``Environment.step`` reads of an event
+    (``callbacks``, ``_ok``, ``_value``), made and scheduled in about three quarters of a ``simpy.Event``'s
+    time (no ``__dict__``, no ``env``, no ``schedule`` call; measured). The key is ``env.schedule``'s (time,
+    priority, event id), so events keep their order. Only the cluster's own messages are ``Due``: no
+    process yields one."""
+
+    __slots__ = ("callbacks", "_ok", "_value")
+
+    def __init__(self, env: simpy.Environment, delay: float, priority: int, value, callback) -> None:
+        self.callbacks, self._ok, self._value = [callback], True, value
+        heappush(env._queue, (env._now + delay, priority, next(env._eid), self))
+
+
 class Link:
-    """The master's ingress link: a SimPy process that sends its queued messages one at a time, first come
-    first served, each holding the link for ``transfer`` seconds. The process runs while messages wait
-    and ends when the queue is empty.
+    """The master's ingress link: sends its queued messages one at a time, first come first served, each
+    holding the link for ``transfer`` seconds.
 
-    This is the server a capacity-one ``simpy.Resource`` models, at half the events: a Resource costs a
-    message four (reaching the link, the request granted, the transfer, the release), this link two
-    (reaching it, the transfer), plus the process's start when the link was idle."""
+    A chain of transfer events: each one's callback delivers its message and starts the next transfer. With
+    the message reaching the link, that is two calendar events a message, where a capacity-one
+    ``simpy.Resource`` costs four (reaching it, the request granted, the transfer, the release) and the SimPy
+    process this link was before two, plus a start and an end event per busy spell and a generator's
+    resumption a message. A transfer's event is made when the transfer starts, as that process made its
+    timeout, so events due at one instant keep their order (SimPy breaks such ties by when events were made)."""
 
-    def __init__(self, env: simpy.Environment, transfer: float, sent, key=0) -> None:
-        self.env, self.transfer, self.sent, self.key = env, transfer, sent, key
+    def __init__(self, env: simpy.Environment, transfer: float, sent, idle=None, key=0) -> None:
+        """``sent(result)`` takes each message as it arrives; ``idle(link)``, if given, hears the link go idle."""
+        self.env, self.transfer, self.sent, self.idle, self.key = env, transfer, sent, idle, key
         self.queue: deque = deque()
         self.busy = False
 
-    def put(self, message) -> None:
-        """A message (job, compute start, compute end) reaches the link now."""
-        self.queue.append(message)
-        if not self.busy:
+    def reach(self, event: Due) -> None:
+        """A message (job, compute start, compute end) reaches the link now: the callback of its event."""
+        if self.busy:
+            self.queue.append(event._value)
+        else:
             self.busy = True
-            self.env.process(self.serve())
+            Due(self.env, self.transfer, NORMAL, event._value, self._sent)
 
-    def serve(self):
-        env, queue, transfer = self.env, self.queue, self.transfer
-        while True:
-            job, begin, ready = queue.popleft()
-            yield env.timeout(transfer)
-            last = not queue
-            self.busy = not last  # (before delivering: a message the delivery causes starts a new process)
-            self.sent(self, Result(job, env.now, begin, ready))
-            if last:
-                return
+    def _sent(self, event: Due) -> None:
+        job, begin, ready = event._value
+        queue = self.queue
+        self.busy = bool(queue)  # (before delivering, as the process had it)
+        self.sent(Result(job, self.env._now, begin, ready))
+        if queue:
+            Due(self.env, self.transfer, NORMAL, queue.popleft(), self._sent)
+        elif self.idle is not None:
+            self.idle(self)
 
 
 @register_cluster("simpy")
@@ -74,7 +94,8 @@ class SimPyCluster(Cluster):
         self.latency = network.latency
         self.transfer = 0.0 if network.bandwidth is None else message_bytes(scenario, scheme) / network.bandwidth
         self.shared = network.shared_link and self.transfer > 0
-        self.link_per_job, self.links = link_per_job, {}
+        self.link_per_job, self.links = link_per_job, {}  # job id -> the link its messages share
+        self.link = None if link_per_job else self._shared_link()  # the one link of an asynchronous run
         self.free_at = [0.0] * self.n  # when each worker's queued work ends
         self.down_until = [0.0] * self.n
         self._dead: set[int] = set()
@@ -142,10 +163,8 @@ class SimPyCluster(Cluster):
     def _reach_in(self, delay: float, worker: int, value) -> None:
         """Reach the link after ``delay``: messages reaching it at one instant queue in worker order, as in
         the fast path's stable sort (a timeout would order them by when their jobs were submitted)."""
-        event = simpy.Event(self.env)
-        event._ok, event._value = True, value  # a triggered event, as a Timeout is, with its own priority
-        event.callbacks.append(self._reach_link)
-        self.env.schedule(event, 2 + worker, delay)
+        reach = self._reach_job_link if self.link is None else self.link.reach
+        Due(self.env, delay, 2 + worker, value, reach)
 
     def _schedule(self, delay: float, value, callback) -> None:
         event = self.env.timeout(delay, value)
@@ -168,23 +187,24 @@ class SimPyCluster(Cluster):
                 result = Result(job, result.at, result.compute_start, result.compute_end, None, True)
         self.events.append(result)
 
-    def _reach_link(self, event: simpy.Event) -> None:
-        job, begin, ready = event._value
-        key = job.job if self.link_per_job else 0
+    def _reach_job_link(self, event: Due) -> None:
+        """A message reaches its iteration's link, made when the first of them reaches it."""
+        key = event._value[0].job
         link = self.links.get(key)
         if link is None:
-            link = self.links[key] = Link(self.env, self.transfer, self._sent, key)
-        link.put((job, begin, ready))
+            link = self.links[key] = Link(self.env, self.transfer, self._queue_result, self._job_link_idle, key)
+        link.reach(event)
 
-    def _sent(self, link: Link, result: Result) -> None:
-        if self.link_per_job and not link.busy:
-            del self.links[link.key]  # an iteration's link, idle for good once its messages are through
-        self._queue_result(result)
+    def _shared_link(self) -> Link:
+        return Link(self.env, self.transfer, self._queue_result)
+
+    def _job_link_idle(self, link: Link) -> None:
+        del self.links[link.key]  # an iteration's link, idle for good once its messages are through
 
     def next_event(self, until: float) -> Event | None:
-        events, env = self.events, self.env
+        events, env, calendar = self.events, self.env, self.env._queue
         while not events:
-            when = env.peek()
+            when = calendar[0][0] if calendar else INF  # (env.peek(), without its call)
             if when > until or when == INF:
                 if env.now < until < INF:
                     env.run(until=until)
@@ -227,6 +247,7 @@ class SimPyCluster(Cluster):
         self.abandoned.clear()
         self.events.clear()
         self.links.clear()
+        self.link = None if self.link is None else self._shared_link()
         self.env._queue.clear()  # SimPy cannot cancel a scheduled event; an emptied calendar has none
 
     def leftovers(self) -> list[str]:

@@ -19,6 +19,8 @@ from gcbench.scenario.schema import Scenario, Variant
 
 __all__ = ["SimulationStuck", "decoding_quality", "simulate_synchronous"]
 
+BLOCK_ELEMENTS = 1 << 17  # a block of 1 MiB of float64 per (rows x n) array, small enough for a core's L2 cache
+
 
 def simulate_synchronous(scenario: Scenario, variant: Variant, scheme: Scheme, seed: int) -> RunRecorder:
     draws = draw_run(scenario, scheme, seed)
@@ -57,20 +59,30 @@ class _Run:
             t += 1
 
     def _block(self, a: int, b: int, origin: float) -> float:
-        rec = self.rec
-        arrivals = self.scenario.network.arrivals(self.busy[a:b], self.size)
-        outcome = self.variant.policy.stop_times(arrivals, self.scheme)
-        _check_progress(outcome.stop, self.variant, self.scheme, a)
-        ends = origin + np.cumsum(outcome.stop)
-        rec.duration[a:b], rec.end[a:b] = outcome.stop, ends
+        """Iterations a to b, a block of rows at a time: each block's arrivals stay in the cache while the
+        policy reads them and the tables are written (one pass over memory each, not several)."""
+        rec, rows = self.rec, max(1, BLOCK_ELEMENTS // self.busy.shape[1])
+        blocks = [(first, min(first + rows, b)) for first in range(a, b, rows)]
+        outcomes = [self.variant.policy.stop_times(self._arrivals(first, end), self.scheme) for first, end in blocks]
+        stop = np.concatenate([outcome.stop for outcome in outcomes])
+        _check_progress(stop, self.variant, self.scheme, a)
+        ends = origin + np.cumsum(stop)
+        rec.duration[a:b], rec.end[a:b] = stop, ends
         rec.start[a] = origin
         rec.start[a + 1 : b] = ends[:-1]
-        rec.compute_start[a:b] = rec.start[a:b, None]
-        rec.compute_end[a:b] = rec.start[a:b, None] + self.busy[a:b]
-        rec.arrival[a:b] = rec.start[a:b, None] + arrivals
-        rec.used[a:b] = arrivals <= outcome.stop[:, None]
-        rec.reason[a:b] = outcome.reason
+        rec.reason[a:b] = np.concatenate([outcome.reason for outcome in outcomes])
+        for first, end in blocks:
+            arrivals = self._arrivals(first, end)  # (again: computed in the cache, cheaper than kept in memory)
+            start = rec.start[first:end, None]
+            # (out=: written straight into the tables, with no temporary to allocate and copy)
+            rec.compute_start[first:end] = start
+            np.add(start, self.busy[first:end], out=rec.compute_end[first:end])
+            np.add(start, arrivals, out=rec.arrival[first:end])
+            np.less_equal(arrivals, rec.duration[first:end, None], out=rec.used[first:end])
         return float(ends[-1])
+
+    def _arrivals(self, first: int, end: int) -> np.ndarray:
+        return self.scenario.network.arrivals(self.busy[first:end], self.size)
 
     def _step(self, t: int, now: float, down_until: np.ndarray, free_at: np.ndarray):
         rec = self.rec
