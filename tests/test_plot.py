@@ -106,6 +106,7 @@ def line_styles(fig) -> dict[str, object]:
     }
 
 
+@pytest.mark.slow
 def test_every_figure_is_written_non_trivially(sim_run, real_run, tmp_path):
     _, written = plot_runs([sim_run, real_run], tmp_path)
     names = {w.name for w in written}
@@ -238,6 +239,7 @@ def test_sim_vs_real_counts_iterations_gives_errors_and_hides_nothing(real_run, 
     assert not right.yaxis.label.get_window_extent(renderer).overlaps(left.get_tightbbox(renderer))
 
 
+@pytest.mark.slow
 def test_sim_vs_real_compares_the_sweep_point_the_real_run_is_at(real_run, sim_run, tmp_path):
     from gcbench.plot.make import comparable_rows, pairing_notes
 

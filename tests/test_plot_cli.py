@@ -91,6 +91,7 @@ def test_by_default_the_figures_go_beside_the_run_not_into_the_repository(tmp_pa
     assert not (tmp_path / "figures").exists()
 
 
+@pytest.mark.slow
 def test_two_runs_of_one_scenario_keep_their_own_figures_in_one_folder(tmp_path):
     out = tmp_path / "figs"
     first, second = make_run(tmp_path / "synthetic-1"), make_run(tmp_path / "synthetic-2", rows=5, planned=5)
@@ -310,6 +311,7 @@ def test_any_value_in_run_json_is_plotted_or_refused_in_a_sentence(tmp_path_fact
     assert " of True " not in result.output
 
 
+@pytest.mark.slow
 def test_the_same_run_plots_to_the_same_bytes(tmp_path):
     """Regenerated figures differ only when the results do (no creation date in PDF or SVG)."""
     import hashlib

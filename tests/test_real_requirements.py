@@ -97,6 +97,7 @@ def test_a_cuda_device_this_machine_does_not_have_is_refused(monkeypatch, no_ray
     )
 
 
+@pytest.mark.slow
 def test_training_in_the_simulator_without_the_real_extra_says_how_to_install_it():
     result = gcbench_without_real_extra("simulate", "scenarios/trained_sweep.yaml", "--check")
     assert result.returncode == 0, result.stderr  # --check needs no torch

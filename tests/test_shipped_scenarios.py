@@ -28,7 +28,11 @@ def test_the_expected_scenarios_ship():
     assert {"trace_replay", "delay_models", "asynchronous", "model_b"} <= names
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=pytest.mark.slow) if p.stem == "trained_sweep" else p for p in SCENARIOS],
+    ids=lambda p: p.stem,
+)
 def test_scenario_validates_and_runs(path):
     points = load_scenario(path)
     iterations, _ = simulate_points(shortened(points), with_workers=False)
