@@ -1,9 +1,9 @@
 """The cluster protocol: what the one master needs from any set of workers, in virtual or wall time.
 
-Modelled on the Ray ``WorkerCluster`` (gcbench/real/cluster.py): the master
-starts the workers with their data, publishes the model, submits jobs, and
-takes events (a result, a failure, a restart) one at a time before a given
-time. Only the clock differs between backends: the SimPy cluster's ``now`` is
+The master starts the workers with their data, publishes the model, submits
+jobs, and takes events (a result, a failure, a restart) one at a time before a
+given time (backends: ``simpy`` in gcbench/sim/cluster.py, ``ray`` in
+gcbench/real/cluster.py). Only the clock differs between backends: the SimPy cluster's ``now`` is
 virtual and ``next_event`` advances it; a real cluster's ``now`` is the wall clock.
 """
 
