@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from gcbench.results.rows import identity, table_columns
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.loading import SweepPoint
 
@@ -44,25 +45,10 @@ def run_task(point: SweepPoint, index: int, task: Task, with_workers: bool) -> t
     variant = scenario.variants[task.variant]
     scheme = scheme_for(scenario, variant)
     rec = simulate_with(engine_for(scenario, variant), scenario, variant, scheme, task.seed)
-    keys = {
-        "variant": variant.display_label(),
-        "scheme": variant.scheme,
-        "s": variant.s,
-        "m": scheme.m,
-        "policy": variant.policy.name,
-        "point": index,
-        **point.values,
-        "seed": task.seed,
-    }
-    columns = rec.iteration_columns(trained=scenario.training.in_simulator)
-    iterations = {**{k: np.repeat(v, scenario.iterations) for k, v in keys.items()}, **columns}
-    workers = None
-    if with_workers:
-        loads = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)])
-        columns = rec.worker_columns(loads)
-        rows = len(columns["worker"])
-        ids = {k: np.repeat(keys[k], rows) for k in ("variant", "point", "seed")}
-        workers = {**ids, **columns}
+    keys = identity(variant.display_label(), variant.scheme, variant.s, scheme.m, variant.policy.name, task.seed,
+                    point=index, values=point.values)  # fmt: skip
+    loads = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)]) if with_workers else None
+    iterations, workers = table_columns(rec, keys, loads, trained=scenario.training.in_simulator)
     return iterations, workers
 
 
