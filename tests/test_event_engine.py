@@ -300,3 +300,32 @@ def test_the_architecture_docs_example_adds_a_behaviour_as_a_simpy_process():
     scenario, variant = point.scenario, point.scenario.variants[0]
     rec = simulate_event(scenario, variant, scheme_for(scenario, variant), 0, cluster_class=namespace["WarmingUp"])
     assert rec.duration.tolist() == [1.0] * 5 + [2.0] * 5
+
+
+SHARED = {"latency": 0.01, "bandwidth": 4e8, "shared_link": True}  # 10 ms per 1 MB message: the link queues
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"variants": [{"scheme": "fr", "s": 1}]},
+        {"variants": [{"scheme": "cr", "s": 2, "policy": "wait_all"}], "stale_work": "finish"},
+        {"variants": [{"scheme": "uncoded", "policy": {"name": "k_async", "k": 3}}]},
+        {"variants": [{"scheme": "uncoded", "policy": {"name": "k_batch_async", "k": 2}}]},
+        {"variants": [{"scheme": "fr", "s": 1}], "failures": {"model": "crash", "probability": 0.1, "downtime": 0.5}},
+    ],
+    ids=["fr", "cr-finish", "k_async", "k_batch_async", "crashes"],
+)
+def test_the_shared_link_as_a_simpy_resource_gives_the_same_tables(fields):
+    """``Link`` (two calendar events a message) is the textbook capacity-one ``simpy.Resource`` model, faster."""
+    from gcbench.sim.cluster import ResourceLinkCluster
+
+    point = _point(network=SHARED, **fields)
+    scenario, variant = point.scenario, point.scenario.variants[0]
+    scheme = scheme_for(scenario, variant)
+    link = simulate_event(scenario, variant, scheme, 0)
+    resource = simulate_event(scenario, variant, scheme, 0, cluster_class=ResourceLinkCluster)
+    loads = np.array([len(scheme.partitions(w)) for w in range(scheme.n)])
+    assert_frames_match(pd.DataFrame(link.iteration_columns()), pd.DataFrame(resource.iteration_columns()))
+    assert_frames_match(pd.DataFrame(link.worker_columns(loads)), pd.DataFrame(resource.worker_columns(loads)))
+    assert (link.duration > 0).all()
