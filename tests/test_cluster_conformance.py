@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from gcbench.cluster import Failure, Job
@@ -43,23 +40,12 @@ def test_every_ray_cluster_passes_the_conformance_suite_on_a_local_ray_instance(
 def worker_processes():
     """For a backend that spawns its own worker processes: none of them outlives the check."""
     pytest.importorskip("torch", reason="torch is part of the [real] extra")
+    from realhelpers import child_processes
+
     before = child_processes()
     yield
     left = child_processes() - before
     assert not left, f"worker processes outlived the check: {sorted(left)}"
-
-
-def child_processes() -> set[int]:
-    """The live (not zombie) processes whose parent is this one, from /proc."""
-    children = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # it exited meanwhile
-        if int(fields[1]) == os.getpid() and fields[0] != "Z":
-            children.add(int(stat.parent.name))
-    return children
 
 
 @pytest.mark.slow
