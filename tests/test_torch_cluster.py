@@ -147,6 +147,13 @@ def test_gcbench_run_backend_torch_writes_the_shared_schema_and_leaves_no_proces
     used = workers[workers["used"]]
     assert (used["arrival"] >= used["compute_start"]).all() and (used["injected_delay"] >= 0).all()
     assert not workers["failed"].any()
+    # the same seed trains the same model as one process on the whole mini-batch (issue 11's loss check)
+    local = CliRunner().invoke(app, ["run", str(path), "--backend", "local", "--out", str(tmp_path / "local")])
+    assert local.exit_code == 0, local.output
+    expected = read_results(tmp_path / "local")[0]["loss"].to_numpy()
+    for label in iterations["variant"].unique():
+        trained = iterations[iterations["variant"] == label].sort_values("iteration")["loss"].to_numpy()
+        np.testing.assert_allclose(trained, expected, rtol=1e-4, err_msg=label)
 
 
 def test_gcbench_run_refuses_an_unknown_backend_naming_all_three(tmp_path):
@@ -161,3 +168,32 @@ def test_gcbench_run_refuses_an_unknown_backend_naming_all_three(tmp_path):
     )
     result = CliRunner().invoke(app, ["run", str(path), "--backend", "mpi"])
     assert result.exit_code == 2 and "--backend must be ray, torch or local, got 'mpi'" in result.output
+
+
+@pytest.mark.slow
+def test_a_drawn_crash_in_a_training_run_is_replaced_given_its_data_and_training_goes_on():
+    """FR s=1 on 4 workers, worker 2 crashed by the failure model in iteration 1 (downtime 0.05 s): its
+    replacement gets its shards and computes again; every iteration decodes exactly and steps."""
+    from gcbench.real.variant import VariantRun
+
+    sc = scenario({"scheme": "fr", "s": 1}, failures={"model": "crash", "probability": 0.0, "downtime": 0.05},
+                  iterations=5)  # fmt: skip
+    run = VariantRun(sc, 0, 0, DATA, None, backend="torch")
+    run.draws.crash[:] = False
+    run.draws.crash[1, 2] = True
+    before = child_processes()
+    try:
+        run.run_block(2)
+        time.sleep(8.0)  # the replacement starts meanwhile (about 2.5 s); the run's clock stands still
+        run.run_block(sc.iterations)
+        iterations, workers = run.frames()
+        pids = run.cluster.worker_pids() if run.cluster else []
+    finally:
+        run.close()
+    assert pids == [] or len(pids) == 4  # (closed at its last iteration: no cluster left to ask)
+    assert child_processes() - before == set(), "worker processes outlived the run"
+    assert len(iterations) == 5 and iterations["exact"].all() and np.isfinite(iterations["loss"]).all()
+    crashed = workers[(workers["iteration"] == 1) & (workers["worker"] == 2)]
+    assert crashed["failed"].all() and not crashed["used"].any()
+    later = workers[(workers["iteration"] == 4) & (workers["worker"] == 2)]
+    assert later["compute_start"].notna().all()  # the replacement computed
