@@ -197,3 +197,87 @@ def test_a_drawn_crash_in_a_training_run_is_replaced_given_its_data_and_training
     assert crashed["failed"].all() and not crashed["used"].any()
     later = workers[(workers["iteration"] == 4) & (workers["worker"] == 2)]
     assert later["compute_start"].notna().all()  # the replacement computed
+
+
+RESUME = """\
+name: resume
+workers: 4
+iterations: 12
+compute: {per_partition: {distribution: exponential, rate: 10}}
+straggling: {model: independent, probability: 0.3, delay: 0.2}
+variants: [{label: uncoded, scheme: uncoded, policy: wait_all}, {scheme: fr, s: 1}]
+training: {dataset: synthetic, batch_size: 32, eval_every: 4, checkpoint_every: 2, device: cpu}
+"""
+
+
+def driver(*args: str, **kwargs):
+    import subprocess
+    import sys
+
+    code = "from gcbench.cli import main; main()"
+    return subprocess.Popen([sys.executable, "-c", code, *args], start_new_session=True, **kwargs)
+
+
+def children_of(pid: int) -> set[int]:
+    from pathlib import Path
+
+    children = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            children.add(int(stat.parent.name))
+    return children
+
+
+def wait_for(condition, seconds: float) -> bool:
+    deadline = time.time() + seconds
+    while not condition() and time.time() < deadline:
+        time.sleep(0.1)
+    return condition()
+
+
+@pytest.mark.slow
+def test_a_killed_driver_leaves_no_worker_and_its_torch_run_resumes_every_iteration_once(tmp_path):
+    import subprocess
+
+    from gcbench.real.processes import alive
+    from gcbench.results import read_results
+
+    (tmp_path / "resume.yaml").write_text(RESUME)
+    out, quiet = tmp_path / "run", {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    first = driver("run", str(tmp_path / "resume.yaml"), "--backend", "torch", "--out", str(out), **quiet)
+    assert wait_for(lambda: (out / "checkpoints" / "variant0-seed0.pt").exists() or first.poll() is not None, 240)
+    workers = children_of(first.pid)
+    assert len(workers) == 4, f"the driver's workers: {workers}"
+    os.kill(first.pid, signal.SIGKILL)  # the driver only: its workers must notice and exit on their own
+    first.wait()
+    assert wait_for(lambda: not any(alive(pid) for pid in workers), 10), "workers outlived their killed driver"
+    resumed = driver("run", "--resume", str(out), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output, _ = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, output
+    iterations, _, meta = read_results(out)
+    assert meta["backend"] == "torch" and meta["status"] == "complete"
+    for variant, frame in iterations.groupby("variant"):
+        assert sorted(frame["iteration"]) == list(range(12)), f"{variant}: {sorted(frame['iteration'])}"
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_torch_run_with_status_130_and_no_worker_left(tmp_path):
+    import subprocess
+
+    from gcbench.real.processes import alive
+
+    (tmp_path / "resume.yaml").write_text(RESUME)
+    out = tmp_path / "run"
+    run = driver("run", str(tmp_path / "resume.yaml"), "--backend", "torch", "--out", str(out),
+                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    assert wait_for(lambda: len(children_of(run.pid)) == 4 or run.poll() is not None, 240)
+    workers = children_of(run.pid)
+    time.sleep(1.0)
+    os.kill(run.pid, signal.SIGINT)
+    output, _ = run.communicate(timeout=120)
+    assert run.returncode == 130, output
+    assert "interrupted" in output and not any(alive(pid) for pid in workers), output
