@@ -207,7 +207,9 @@ def plot(
 def run(
     scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")] = Path("scenarios/cifar10.yaml"),
     real: Annotated[bool, typer.Option("--real/--sim", help="Train for real (default) or simulate.")] = True,
-    backend: Annotated[str, typer.Option("--backend", help="ray, or local (one process, full mini-batch).")] = "ray",
+    backend: Annotated[
+        str, typer.Option("--backend", help="ray, torch (worker processes here), or local (one process).")
+    ] = "ray",
     out: Annotated[Path | None, typer.Option("--out", help="Results directory.")] = None,
     address: Annotated[str | None, typer.Option("--address", help="An existing Ray cluster (default: local).")] = None,
     iterations: Annotated[int | None, typer.Option("--iterations", min=1, help="Override the scenario's.")] = None,

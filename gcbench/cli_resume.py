@@ -45,8 +45,8 @@ def read_run_json(run_dir: Path) -> dict[str, Any]:
 def _check_types(meta: dict[str, Any], path: Path) -> None:
     if not isinstance(meta["scenario_file"], str):
         raise _damaged(path, "its 'scenario_file' must be a string")
-    if meta["backend"] not in ("ray", "local"):
-        raise _damaged(path, "its 'backend' must be 'ray' or 'local'")
+    if meta["backend"] not in ("ray", "torch", "local"):
+        raise _damaged(path, "its 'backend' must be 'ray', 'torch' or 'local'")
     if not isinstance(meta["scenario"], dict):
         raise _damaged(path, f"its 'scenario' must be an object, not a JSON {_json_type(meta['scenario'])}")
     if not isinstance(meta.get("resumes", []), list) or not all(isinstance(r, dict) for r in meta.get("resumes", [])):

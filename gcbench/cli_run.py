@@ -51,7 +51,7 @@ def run_real(
 
 
 def say_complete(console, out: Path, scenario: Scenario, backend: str) -> None:
-    planned = scenario.iterations * len(scenario.seeds) * (len(scenario.variants) if backend == "ray" else 1)
+    planned = scenario.iterations * len(scenario.seeds) * (len(scenario.variants) if backend != "local" else 1)
     message = f"{out}: the run is complete ({planned} of {planned} iterations); nothing to resume."
     console.print(message, highlight=False, soft_wrap=True)
 
@@ -184,9 +184,12 @@ def report(session, status: str, out: Path, console) -> None:
         )
 
 
+BACKENDS = ("ray", "torch", "local")  # torch: the parameter-server cluster on torch.distributed, on this machine
+
+
 def check_backend(backend: str) -> None:
-    if backend not in ("ray", "local"):
-        raise GcbenchError(f"--backend must be ray or local, got '{backend}'.")
+    if backend not in BACKENDS:
+        raise GcbenchError(f"--backend must be ray, torch or local, got '{backend}'.")
 
 
 def console() -> Console:

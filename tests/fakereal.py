@@ -40,7 +40,7 @@ class FakeCluster(Cluster):
     log: list[tuple[str, int, int]] = []
     events: dict[tuple[str, int, int], str] = {}
 
-    def __init__(self, scenario, variant, scheme, seed, draws, clock) -> None:
+    def __init__(self, scenario, variant, scheme, seed, draws, clock, backend: str = "ray") -> None:
         self.n, self.scheme, self.label, self.seed, self.clock = scheme.n, scheme, variant.display_label(), seed, clock
         self.timeout = 60.0
         self.queue: list[tuple[float, int, Result]] = []
@@ -127,7 +127,7 @@ def patch_ray(monkeypatch: pytest.MonkeyPatch) -> type[FakeCluster]:
 
     FakeCluster.log, FakeCluster.events = [], {}
     monkeypatch.setattr(variant, "cluster_for", FakeCluster)
-    monkeypatch.setattr(variant, "master_threads", lambda workers: 1)
+    monkeypatch.setattr(variant, "master_threads", lambda workers, backend="ray": 1)
     monkeypatch.setattr(runner, "start_ray", lambda address: None)
     monkeypatch.setattr(data, "load_data", lambda scenario: DATA)
     return FakeCluster

@@ -3,6 +3,8 @@ time (the one master on Ray, with its learner), and the single-process reference
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -135,3 +137,16 @@ def reference_gradient(master: RealRun, weights: torch.Tensor, t: int) -> torch.
 
 def relative_error(got: torch.Tensor, expected: torch.Tensor) -> float:
     return float((got - expected).norm() / expected.norm())
+
+
+def child_processes() -> set[int]:
+    """The live (not zombie) processes whose parent is this one, from /proc: what no run may leave behind."""
+    children = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it exited meanwhile
+        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+            children.add(int(stat.parent.name))
+    return children

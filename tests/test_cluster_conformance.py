@@ -36,14 +36,36 @@ def test_every_ray_cluster_passes_the_conformance_suite_on_a_local_ray_instance(
     run_check(name, check, reason)
 
 
+@pytest.fixture
+def worker_processes():
+    """For a backend that spawns its own worker processes: none of them outlives the check."""
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
+    from realhelpers import child_processes
+
+    before = child_processes()
+    yield
+    left = child_processes() - before
+    assert not left, f"worker processes outlived the check: {sorted(left)}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "check", "reason"), cases("worker_processes"))
+def test_every_process_cluster_passes_the_conformance_suite_and_leaves_no_process(
+    worker_processes, name, check, reason
+):
+    """Slow: each check starts its worker processes (each imports torch: seconds on a loaded machine)."""
+    run_check(name, check, reason)
+
+
 def test_every_backend_needs_a_fixture_this_module_provides():
     fixtures = {parameters.fixture for parameters in CLUSTER_TEST_PARAMETERS.values()}
-    assert fixtures <= {None, "local_ray"}, f"add a test for clusters that need {fixtures - {None, 'local_ray'}}"
+    provided = {None, "local_ray", "worker_processes"}
+    assert fixtures <= provided, f"add a test for clusters that need {fixtures - provided}"
 
 
 def test_every_registered_cluster_has_test_parameters():
     assert set(registered_clusters()) <= set(CLUSTER_TEST_PARAMETERS)
-    assert {"simpy", "ray"} <= set(registered_clusters())
+    assert {"simpy", "ray", "torch"} <= set(registered_clusters())
 
 
 def test_every_known_exception_gives_its_reason():

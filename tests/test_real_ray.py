@@ -145,7 +145,7 @@ def test_gcbench_run_refuses_what_it_cannot_do(tmp_path):
         "variants: [{scheme: uncoded}]\ntraining: {dataset: synthetic}\n"
     )
     result = CliRunner().invoke(app, ["run", str(path), "--backend", "mpi"])
-    assert result.exit_code == 2 and "--backend must be ray or local" in result.output
+    assert result.exit_code == 2 and "--backend must be ray, torch or local" in result.output
     missing = CliRunner().invoke(app, ["run", "scenarios/cifar10.yaml", "--data-dir", str(tmp_path / "none")])
     assert missing.exit_code == 2 and "does not exist" in missing.output
     for options, message in [

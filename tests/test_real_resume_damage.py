@@ -63,7 +63,10 @@ RUN_JSON_DAMAGE = {
         lambda out: edit_json(out, lambda m: m["scenario"].update(workers=-3)),
         "its scenario is not valid: workers:",
     ),
-    "bad backend": (lambda out: edit_json(out, lambda m: m.update(backend="mpi")), "'backend' must be 'ray' or"),
+    "bad backend": (
+        lambda out: edit_json(out, lambda m: m.update(backend="mpi")),
+        "'backend' must be 'ray', 'torch' or 'local'",
+    ),
     "bad status": (lambda out: edit_json(out, lambda m: m.update(status=7)), "'status' must be one of"),
     "bad resumes": (lambda out: edit_json(out, lambda m: m.update(resumes="x")), "'resumes' must be a list"),
 }

@@ -74,7 +74,7 @@ def build_runs(scenario: Scenario, backend: str, data, out: Path) -> list:
         return [LocalRun(scenario, seed, data) for seed in scenario.seeds]
     folder = out / "checkpoints"
     return [
-        VariantRun(scenario, index, seed, data, folder / f"variant{index}-seed{seed}.pt")
+        VariantRun(scenario, index, seed, data, folder / f"variant{index}-seed{seed}.pt", backend)
         for seed in scenario.seeds
         for index in range(len(scenario.variants))
     ]

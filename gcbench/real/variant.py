@@ -46,22 +46,26 @@ class VariantStopped(GcbenchError):
         self.iterations, self.workers = iterations, workers
 
 
-def cluster_for(scenario: Scenario, variant, scheme, seed: int, draws, clock: WallClock):
-    """The variant's workers on Ray, fed by the run's draws (injected straggling, crashes, overhead)."""
-    from gcbench.real.cluster import RayCluster
-
+def cluster_for(scenario: Scenario, variant, scheme, seed: int, draws, clock: WallClock, backend: str = "ray"):
+    """The variant's workers on ``backend`` (ray, or torch: torch.distributed processes on this machine), fed
+    by the run's draws (injected straggling, crashes, overhead)."""
+    if backend == "torch":
+        from gcbench.real.torch_cluster import TorchCluster as Workers
+    else:
+        from gcbench.real.cluster import RayCluster as Workers
     device = str(resolve_device(scenario.training.device))
-    return RayCluster(scenario, scheme, draws, seed=seed, device=device, clock=clock)
+    return Workers(scenario, scheme, draws, seed=seed, device=device, clock=clock)
 
 
 class VariantRun:
     """Variant ``index`` of the scenario with one seed: its recorder, its checkpoint, and its master once started.
 
-    The one master (gcbench/master) runs it on a Ray cluster in wall time, with a learner that decodes and
-    steps; the tables are built from its recorder (gcbench/results/rows.py)."""
+    The one master (gcbench/master) runs it on a Ray or torch.distributed cluster in wall time, with a
+    learner that decodes and steps; the tables are built from its recorder (gcbench/results/rows.py)."""
 
-    def __init__(self, scenario: Scenario, index: int, seed: int, data: Dataset, checkpoint: Path | None) -> None:
-        self.scenario, self.index, self.seed, self.data = scenario, index, seed, data
+    def __init__(self, scenario: Scenario, index: int, seed: int, data: Dataset, checkpoint: Path | None,
+                 backend: str = "ray") -> None:  # fmt: skip
+        self.scenario, self.index, self.seed, self.data, self.backend = scenario, index, seed, data, backend
         self.variant = scenario.variants[index]
         self.scheme = scheme_for(scenario, self.variant)
         self.loads = np.array([len(self.scheme.partitions(w)) for w in range(self.scheme.n)])
@@ -93,7 +97,7 @@ class VariantRun:
         torch.set_rng_state(self.rng)
         first = self.next_iteration
         try:
-            with torch_threads(master_threads(self.scheme.n)):
+            with torch_threads(master_threads(self.scheme.n, self.backend)):
                 for t in master.steps(first, last):
                     self._record(t, on_iteration)
             self.clock.pause()  # its clock stops here: waiting for abandoned work is no iteration's
@@ -118,7 +122,7 @@ class VariantRun:
         scenario, training = self.scenario, self.scenario.training
         self.learner = Learner(self.scheme, training, self.data.classes, self.seed)
         self.rng = torch.get_rng_state()
-        self.cluster = cluster_for(scenario, self.variant, self.scheme, self.seed, self.draws, self.clock)
+        self.cluster = cluster_for(scenario, self.variant, self.scheme, self.seed, self.draws, self.clock, self.backend)
         self.cluster.start(self.data)
         self.clock.continue_from(0.0)  # the clock starts once the workers are ready
         if self.state is not None:
@@ -163,16 +167,17 @@ class VariantRun:
 EVALUATION_THREADS = torch.get_num_threads()  # the evaluation uses every core; the master's step fewer
 
 
-def master_threads(workers: int) -> int:
+def master_threads(workers: int, backend: str = "ray") -> int:
     """Torch threads for the master's decode and step: the cores its local workers leave free.
 
-    On a single-node cluster the workers share this machine's cores; spare
+    On a single-node cluster (the torch backend's always is) the workers share this machine's cores; spare
     OpenMP threads in the master would only spin against them.
     """
-    import ray
+    if backend == "ray":
+        import ray
 
-    if len([node for node in ray.nodes() if node.get("Alive")]) > 1:
-        return torch.get_num_threads()
+        if len([node for node in ray.nodes() if node.get("Alive")]) > 1:
+            return torch.get_num_threads()
     return max(1, (os.cpu_count() or 1) - workers)
 
 

@@ -1,0 +1,81 @@
+"""One worker session's channel on torch.distributed: two two-rank gloo groups, one per direction.
+
+Why this shape (issue 11's traps): the master never receives from "any source"
+and never times out a receive. Each worker session (one process) gets its own
+pair of ProcessGroupGloo objects on the run's TCPStore under a prefix of its
+own (``w{worker}.{session}``; torchft's parameter_server.py builds one group per
+session the same way), so a replacement process rendezvouses on fresh keys and
+no receive of a dead session can pair with a message of a new one. One group
+carries master -> worker messages, the other worker -> master, so each group
+has one sender and one receiving thread on each side. A receiver thread per
+channel blocks on its receive and feeds one queue; when the peer exits, gloo
+fails that receive ("Connection closed by peer") and the thread ends.
+
+A message is a header, int64 (worker, job id, message index, payload bytes),
+then the pickled payload as a uint8 tensor; the index counts the channel's
+messages, so a lost or repeated one is an error, never a silent mix-up.
+"""
+
+from __future__ import annotations
+
+import datetime
+import pickle
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+HOST = "127.0.0.1"
+DOWN, UP = "down", "up"  # master -> worker, worker -> master
+
+
+def store(port: int = 0, timeout: float = 60.0) -> dist.TCPStore:
+    """The run's rendezvous: the master's (``port`` 0: a free loopback port), or a worker's client of it."""
+    wait = datetime.timedelta(seconds=timeout)
+    if port == 0:
+        return dist.TCPStore(HOST, 0, is_master=True, wait_for_workers=False, timeout=wait)
+    return dist.TCPStore(HOST, port, is_master=False, timeout=wait)
+
+
+def group(rendezvous: dist.Store, worker: int, session: int, direction: str, rank: int, timeout: float):
+    """The two-rank gloo group of one direction of one worker session (master rank 0, worker rank 1).
+    Building it waits until both ranks have joined."""
+    prefix = dist.PrefixStore(f"w{worker}.{session}.{direction}/", rendezvous)
+    return dist.ProcessGroupGloo(prefix, rank, 2, datetime.timedelta(seconds=timeout))
+
+
+class Sender:
+    """The sending end of one group: numbered messages to the peer."""
+
+    def __init__(self, pg, worker: int, peer: int) -> None:
+        self.pg, self.worker, self.peer, self.index = pg, worker, peer, 0
+
+    def send(self, message: dict[str, Any]) -> None:
+        payload = np.frombuffer(pickle.dumps(message, protocol=5), dtype=np.uint8)
+        header = torch.tensor([self.worker, message.get("job", -1), self.index, payload.size], dtype=torch.int64)
+        self.pg.send([header], self.peer, 0).wait()
+        self.pg.send([torch.from_numpy(payload.copy())], self.peer, 1).wait()
+        self.index += 1
+
+
+def receive_forever(pg, peer: int, take: Callable[[dict[str, Any]], None]) -> Exception:
+    """Hand every message from ``peer`` to ``take``, in order, until the channel breaks; the error it broke with."""
+    expected = 0
+    while True:
+        header = torch.zeros(4, dtype=torch.int64)
+        try:
+            pg.recv([header], peer, 0).wait()
+            worker, job, index, size = header.tolist()
+            payload = torch.empty(size, dtype=torch.uint8)
+            pg.recv([payload], peer, 1).wait()
+        except RuntimeError as error:  # the peer exited or the group was torn down
+            return error
+        if index != expected:
+            raise RuntimeError(f"channel of worker {worker}: message {index} came where {expected} was due")
+        expected += 1
+        message = pickle.loads(payload.numpy().tobytes())
+        if message.get("job", -1) != job:
+            raise RuntimeError(f"channel of worker {worker}: header says job {job}, payload {message.get('job')}")
+        take(message)

@@ -1,0 +1,360 @@
+"""The torch.distributed cluster: n worker processes behind the cluster protocol, in wall time, on one machine.
+
+The driver is the master (rank 0 of every channel). ``start`` opens a TCPStore
+on a free loopback port and spawns the workers (gcbench/real/torch_worker.py);
+each worker session talks to the master over its own channel, two two-rank gloo
+groups on CPU (gcbench/real/torch_channel.py says why), whose receiver thread
+feeds the cluster's one queue (gcbench/real/torch_session.py). What a worker
+computes is what a Ray worker computes: without data each job sleeps its
+modelled compute time (the run's ``busy`` draw) and its result is held back for
+the network's latency and transfer; with a Dataset it trains on its
+partitions' shards and encodes (GradientWorker), sleeping the injected delay.
+
+Every message carries (worker, job id, message index) in its header and every
+queue item its session's number: a reply of a job nobody waits for any more,
+or of a session that has been replaced, is dropped, never taken for a current one.
+
+A failure is a worker process's exit, which the master notices as the parent
+of that process: a crash the failure model drew (the worker exits as the crashed
+job starts) or any other (a process killed from outside, even while idle: a
+Failure without a job). One exit is one Failure; the jobs sent behind the lost
+one run again once it is back. The master spawns the replacement at once, gives
+it its data, and reports the Restart when it is ready and the downtime has
+passed (a downtime shorter than a process's start, about 2 s, ends when the start
+does). A worker crashed for good (``downtime: null``) is dead from that job's
+submission and is not replaced.
+
+Times and the clock (``pause``/``resume``) are as in gcbench/real/cluster.py.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import queue
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from gcbench.cluster import Cluster, Failure, Job, Restart, Result, register_cluster
+from gcbench.real.clock import WallClock
+from gcbench.real.cluster import ClusterStuck
+from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
+
+INF = float("inf")
+
+
+@register_cluster("torch")
+class TorchCluster(Cluster):
+    """One process per worker; a job on a busy worker queues behind in its process, one on a down worker here."""
+
+    def __init__(self, scenario, scheme, draws: RunDraws, seed: int = 0, device: str | None = None,
+                 clock: WallClock | None = None):  # fmt: skip
+        """``seed``: the run's (the workers sample their mini-batches with it); ``device``: where workers
+        train (default: the scenario's, resolved); ``clock``: the run's clock (default: one of its own)."""
+        self.scenario, self.scheme, self.seed, self.device = scenario, scheme, seed, device
+        self.n, self.timeout = scenario.workers, scenario.training.timeout
+        self.straggling, self.overhead = draws.straggling.tolist(), draws.overhead.tolist()
+        self.busy = draws.busy.tolist()
+        self.downtime = getattr(scenario.failures, "downtime", None)
+        self.trains, self.delay, self.spec = False, 0.0, None
+        self.weights, self.version, self.has_version = None, 0, [-1] * self.n
+        self.rendezvous, self.inbox, self.numbers = None, queue.Queue(), itertools.count()
+        self.sessions: list = [None] * self.n  # each worker's current WorkerSession
+        self.retired: list = []  # sessions whose process exited or was replaced (checked by leftovers)
+        self.data: list[dict] = [{} for _ in range(self.n)]  # per worker: partition -> shard, for replacements
+        self.sent: list[list[Job]] = [[] for _ in range(self.n)]  # jobs sent to each worker, unanswered, in order
+        self.queued: list[list[Job]] = [[] for _ in range(self.n)]  # jobs of a down worker, sent when it is back
+        self.batches: dict[Job, int] = {}
+        self.reloading: set[int] = set()  # workers whose replacement is starting
+        self.events: list = []  # (at, order, event): known events, delivered once their time has come
+        self.order = itertools.count()
+        self.down_until = [-INF] * self.n
+        self.back = [True] * self.n  # False from an exit until its Restart is delivered
+        self._dead: set[int] = set()
+        self.idle_since = [-INF] * self.n
+        self.own_clock = clock is None
+        self.clock = WallClock() if clock is None else clock
+
+    @classmethod
+    def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True) -> TorchCluster:
+        return cls(scenario, scheme, draw_run(scenario, scheme, seed), seed=seed)
+
+    # -- the clock ------------------------------------------------------------------------------
+    @property
+    def now(self) -> float:
+        return self.clock.now()
+
+    def pause(self) -> None:
+        self.clock.pause()
+
+    def resume(self) -> None:
+        self.clock.resume()
+
+    # -- starting ---------------------------------------------------------------------------------
+    def start(self, data=None) -> None:
+        """Spawn the workers, join their channels, give them their data, wait until each is ready."""
+        from gcbench.real import torch_channel
+
+        if data is None:
+            self.delay = self.scenario.network.latency + self._transfer()
+        else:
+            self.trains, self.spec = True, self._training_spec(data)
+        self.rendezvous = torch_channel.store(0, self.timeout)
+        self.sessions = [self._spawn(w) for w in range(self.n)]
+        for session in self.sessions:
+            session.connect(self.rendezvous, self.inbox)
+            session.send(self._data_message(session.worker))
+        self._wait_ready()
+        if self.own_clock:
+            self.clock = WallClock()
+
+    def _transfer(self) -> float:
+        bandwidth = self.scenario.network.bandwidth
+        return 0.0 if bandwidth is None else message_bytes(self.scenario, self.scheme) / bandwidth
+
+    def _training_spec(self, data) -> dict[str, Any]:
+        from gcbench.training.batches import PartitionSampler
+        from gcbench.training.device import resolve_device
+
+        scheme, training = self.scheme, self.scenario.training
+        sampler = PartitionSampler(len(data.train_labels), scheme.k, training.batch_size, self.seed)
+        shards = sampler.shard_data(data.train_images, data.train_labels)
+        self.data = [{j: shards[j] for j in scheme.partitions(w)} for w in range(self.n)]
+        setup = {
+            "device": self.device or str(resolve_device(training.device)), "model": training.model,
+            "classes": data.classes, "seed": self.seed, "samples": len(data.train_labels),
+            "batch_size": training.batch_size, "straggling": self.scenario.straggling,
+        }  # fmt: skip
+        return {"scheme": {"name": scheme.name, "n": scheme.n, "s": scheme.s, "params": dict(scheme.params)},
+                "setup": setup}  # fmt: skip
+
+    def _spawn(self, w: int):
+        from gcbench.real.torch_session import WorkerSession
+
+        port = self.rendezvous.port
+        return WorkerSession(w, next(self.numbers), port, self.timeout)
+
+    def _data_message(self, w: int) -> dict[str, Any]:
+        """What a new worker process needs before its first job: what it computes (None: it sleeps) and its shards."""
+        return {"kind": "data", "spec": self.spec, "shards": self.data[w]}
+
+    def _wait_ready(self) -> None:
+        waiting = set(range(self.n))
+        while waiting:
+            try:
+                kind, w, _, message = self.inbox.get(timeout=self.timeout)
+            except queue.Empty:
+                raise ClusterStuck(
+                    f"{len(waiting)} of {self.n} workers did not start within {self.timeout:g} s."
+                ) from None
+            if kind != "ready":
+                raise ClusterStuck(f"worker {w} exited (status {message.get('code')}) while starting.")
+            waiting.discard(w)
+
+    def publish(self, weights) -> None:
+        """Sent to each worker once, with its first job after this publication."""
+        self.weights, self.version = weights, self.version + 1
+
+    # -- jobs -------------------------------------------------------------------------------------
+    def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
+        handle = Job(worker, job, row, self.now, crash)
+        if worker in self._dead:
+            return handle  # crashed for good: the job never runs, and nothing waits for it
+        self.batches[handle] = row if batch is None else batch
+        if crash and self.downtime is None:
+            self._dead.add(worker)  # dead from now (as in the simulator); not replaced when its exit comes
+        if self.back[worker]:
+            self._send(handle)
+        else:
+            self.queued[worker].append(handle)
+        return handle
+
+    def _send(self, job: Job) -> None:
+        w, row = job.worker, job.row
+        session = self.sessions[w]
+        message = {"kind": "job", "job": job.job, "crash": job.crash}
+        if self.trains:
+            if self.has_version[w] != self.version:
+                session.send({"kind": "weights", "weights": self.weights})
+                self.has_version[w] = self.version
+            message.update(straggling=self.straggling[row][w], overhead=self.overhead[row][w], batch=self.batches[job])
+        else:
+            message["seconds"] = self.busy[row][w]
+        self.sent[w].append(job)
+        session.send(message)  # a broken channel: the worker's exit is on its way, and the job is lost with it
+
+    def abandon(self, jobs: Iterable[Job]) -> None:
+        """A queued job never runs; a sent one stops at its next check (or never starts) and reports its timings."""
+        for job in jobs:
+            queue_ = self.queued[job.worker]
+            if job in queue_:
+                queue_.remove(job)
+                self.batches.pop(job, None)
+            elif not job.crash and job in self.sent[job.worker]:
+                self.sessions[job.worker].send({"kind": "abandon", "job": job.job})
+
+    # -- state ------------------------------------------------------------------------------------
+    @property
+    def dead(self) -> set[int]:
+        return self._dead
+
+    def down(self, worker: int) -> bool:
+        """Dead, or exited and not back (replacement starting, downtime running), or a crash sent to it."""
+        if worker in self._dead or not self.back[worker] or self.now < self.down_until[worker]:
+            return True
+        return any(job.crash for job in self.sent[worker])
+
+    def running(self, job_ids: Iterable[int]) -> list[Job]:
+        ids = set(job_ids)
+        jobs = [job for w in range(self.n) for job in (*self.sent[w], *self.queued[w])]
+        return [job for job in jobs if job.job in ids and not job.crash]
+
+    def pending(self) -> bool:
+        return bool(any(self.sent) or self.reloading or self.events)
+
+    def restarting(self, workers: Iterable[int]) -> set[int]:
+        """Those of these workers whose replacement process is starting."""
+        return self.reloading.intersection(workers)
+
+    # -- events -----------------------------------------------------------------------------------
+    def next_event(self, until: float) -> Result | Failure | Restart | None:
+        """The earliest known event once its time has come, waiting for the workers no later than ``until``."""
+        if until == INF:
+            if not self.pending():
+                return None
+            until = self.now + self.timeout  # a wall clock never waits forever
+        while True:
+            if self.events and self.events[0][0] <= min(until, self.now):
+                return self._deliver(heapq.heappop(self.events)[2])
+            wait = min(until, self.events[0][0] if self.events else INF) - self.now
+            if wait <= 0:
+                return None
+            try:
+                item = self.inbox.get(timeout=wait)
+            except queue.Empty:
+                continue
+            self._handle(*item)
+
+    def _handle(self, kind: str, w: int, number: int, message: dict) -> None:
+        session = self.sessions[w]
+        if session is None or number != session.session:
+            return  # from a session that exited or was replaced: stale
+        if kind == "reply":
+            self._replied(w, message)
+        elif kind == "ready" and w in self.reloading:
+            self.reloading.discard(w)
+            at = max(self.now, self.down_until[w])
+            self._schedule(at, Restart(w, at))
+        elif kind == "exit":
+            self._exited(w)
+        elif kind == "broken":  # its replacement could not join: lost for good
+            self.reloading.discard(w)
+            self._dead.add(w)
+            self._lose(w)
+
+    def _schedule(self, at: float, event) -> None:
+        heapq.heappush(self.events, (at, next(self.order), event))
+
+    def _deliver(self, event):
+        if type(event) is Restart:  # back: the jobs sent to it meanwhile start now
+            w = event.worker
+            self.back[w] = True
+            for job in self.queued[w]:
+                self._send(job)
+            self.queued[w] = []
+        return event
+
+    def _replied(self, w: int, message: dict) -> None:
+        job = next((job for job in self.sent[w] if job.job == message["job"]), None)
+        if job is None:
+            return  # a reply nobody waits for
+        self.sent[w].remove(job)
+        self.batches.pop(job, None)
+        reply = message["reply"]
+        if not reply["started"]:
+            return  # abandoned before it began: it never ran
+        self.idle_since[w] = self.clock.at(reply["compute_end"])
+        start, end = self.clock.at(reply["compute_start"]), self.clock.at(reply["compute_end"])
+        at = max(self.now, end + self.delay)  # the modelled network holds a timing-only result back
+        injected = reply.get("injected", float("nan"))
+        result = Result(job, at, start, end, reply.get("messages"), reply["abandoned"], reply.get("losses"), injected)
+        self._schedule(at, result)
+
+    def _exited(self, w: int) -> None:
+        """Worker w's process exited: one Failure, with the job it was running (None: it was idle)."""
+        lost, self.sent[w] = self.sent[w], []
+        self.retired.append(self.sessions[w])
+        noticed, running = self.now, None
+        if lost:
+            running = min([job for job in lost if job.crash] or lost, key=lambda job: job.sent)
+            self.queued[w] = [job for job in lost if job is not running] + self.queued[w]
+            self.batches.pop(running, None)
+        crash = running is not None and running.crash
+        # a drawn crash exits as its job starts: once sent, and once the worker's previous job was done
+        exited = min(noticed, max(running.sent, self.idle_since[w])) if crash else noticed
+        self._schedule(exited, Failure(w, exited, running))
+        self.back[w] = False
+        if w in self._dead:
+            self._lose(w)
+            return
+        self.down_until[w] = exited + (self.downtime if crash else 0.0)
+        self._replace(w)
+
+    def _replace(self, w: int) -> None:
+        """Spawn worker w's next session now; a thread joins its channel and sends its data (its "ready"
+        comes through the queue), so the master goes on taking events meanwhile."""
+        session = self.sessions[w] = self._spawn(w)
+        self.has_version[w] = -1
+        self.reloading.add(w)
+        threading.Thread(target=self._bring_up, args=(session,), daemon=True).start()
+
+    def _bring_up(self, session) -> None:
+        try:
+            session.connect(self.rendezvous, self.inbox)
+            ok = session.send(self._data_message(session.worker))
+        except RuntimeError:
+            ok = False
+        if not ok:
+            self.inbox.put(("broken", session.worker, session.session, {}))
+
+    def _lose(self, w: int) -> None:
+        self.down_until[w] = INF
+        for job in self.queued[w]:
+            self.batches.pop(job, None)
+        self.queued[w] = []
+
+    def drain(self, seconds: float = INF) -> list[Result | Failure | Restart]:
+        """The events of work still in flight, for at most ``seconds``."""
+        until, events = self.now + seconds, []
+        while self.pending() and (event := self.next_event(until)) is not None:
+            events.append(event)
+        return events
+
+    # -- stopping ---------------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """End every worker process (current and replaced ones) and forget all work in flight."""
+        sessions = [session for session in self.sessions if session is not None] + self.retired
+        for session in sessions:
+            session.process.terminate()
+        for session in sessions:
+            session.stop()
+        self.retired = sessions
+        self.sessions = [None] * self.n
+        self.sent = [[] for _ in range(self.n)]
+        self.queued = [[] for _ in range(self.n)]
+        self.events.clear()
+        self.reloading.clear()
+        self.batches.clear()
+
+    def worker_pids(self) -> list[int]:
+        """The worker processes still alive (current and replaced sessions)."""
+        sessions = [session for session in self.sessions if session is not None] + self.retired
+        return [session.pid for session in sessions if session.alive()]
+
+    def leftovers(self) -> list[str]:
+        """Worker processes still alive, and jobs, replacements or events still pending."""
+        lines = [f"worker process {pid} is alive" for pid in self.worker_pids()]
+        counts = {"jobs in flight": sum(map(len, self.sent)), "replacements starting": len(self.reloading)}
+        counts.update({"events not taken": len(self.events), "jobs queued": sum(map(len, self.queued))})
+        return lines + [f"{count} {what}" for what, count in counts.items() if count]

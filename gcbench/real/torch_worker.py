@@ -1,0 +1,98 @@
+"""A worker process of the torch.distributed cluster (gcbench/real/torch_cluster.py): one worker session.
+
+It computes what a Ray worker computes, with the same classes (gcbench/real/sleeper.py's SleepingWorker
+for a timing-only run, gcbench/real/worker.py's GradientWorker for one that trains): only the transport
+differs. Its receiving thread takes the master's messages off the channel (gcbench/real/torch_channel.py):
+an ``abandon`` takes effect at once (the computing job checks it between partitions and while it sleeps),
+everything else (data, weights, jobs, stop) queues for the main thread in the order sent, so a job
+computes on the weights published before it. A drawn crash exits the process as the job starts
+(``os._exit``, as on Ray); the master notices the exit of its child and starts a replacement.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from typing import Any
+
+from gcbench.real import torch_channel
+
+PARENT_CHECK = 0.5  # seconds between checks that the master is still alive
+
+
+def serve(worker: int, session: int, port: int, timeout: float) -> None:
+    """The process's whole life: join the channel, then compute jobs until told to stop."""
+    import torch
+
+    torch.set_num_threads(1)
+    parent = os.getppid()
+    threading.Thread(target=_orphan_watch, args=(parent,), daemon=True).start()
+    rendezvous = torch_channel.store(port, timeout)
+    down = torch_channel.group(rendezvous, worker, session, torch_channel.DOWN, 1, timeout)
+    up = torch_channel.group(rendezvous, worker, session, torch_channel.UP, 1, timeout)
+    inbox: queue.Queue = queue.Queue()
+    abandoned: set[int] = set()  # shared with the worker object once the data message has made it
+
+    def take(message: dict[str, Any]) -> None:
+        if message["kind"] == "abandon":
+            abandoned.add(message["job"])
+        else:
+            inbox.put(message)
+
+    threading.Thread(target=_receive, args=(down, take, inbox), daemon=True).start()
+    _work(worker, abandoned, inbox, torch_channel.Sender(up, worker, 0))
+    os._exit(0)  # (gloo's threads and the daemon threads would otherwise hold the interpreter's exit)
+
+
+def _receive(down, take, inbox: queue.Queue) -> None:
+    torch_channel.receive_forever(down, 0, take)
+    inbox.put({"kind": "stop"})  # the master is gone: nothing more will come
+
+
+def _orphan_watch(parent: int) -> None:
+    """No worker outlives its master, even one killed with SIGKILL."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK)
+    os._exit(1)
+
+
+def _worker(worker: int, spec: dict[str, Any] | None):
+    if spec is None:
+        from gcbench.real.sleeper import SleepingWorker
+
+        return SleepingWorker(worker)
+    from gcbench.real.worker import GradientWorker
+
+    return GradientWorker(worker, spec["scheme"], spec["setup"])
+
+
+def _work(worker: int, abandoned: set[int], inbox: queue.Queue, sender: torch_channel.Sender) -> None:
+    actor = weights = None
+    while (message := inbox.get())["kind"] != "stop":
+        kind = message["kind"]
+        if kind == "data":
+            actor = _worker(worker, message["spec"])
+            actor.abandoned = abandoned
+            actor.shards = message["shards"]
+            actor.loaded = True
+            sender.send({"kind": "ready", "pid": os.getpid()})
+        elif kind == "weights":
+            weights = message["weights"]
+        else:
+            sender.send({"kind": "reply", "job": message["job"], "reply": _compute(actor, message, weights)})
+
+
+def _compute(actor, message: dict[str, Any], weights) -> dict[str, Any]:
+    job, crash = message["job"], message["crash"]
+    if "seconds" in message:
+        return actor.compute(job, message["seconds"], crash)
+    return actor.compute(job, weights, message["straggling"], crash, message["batch"], message["overhead"])
+
+
+if __name__ == "__main__":
+    import sys
+
+    worker, session, port = (int(argument) for argument in sys.argv[1:4])
+    serve(worker, session, port, float(sys.argv[4]))

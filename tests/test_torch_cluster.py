@@ -1,0 +1,283 @@
+"""What TorchCluster does beyond the cluster conformance suite (tests/test_cluster_conformance.py): stale replies
+are dropped, it trains, a process killed from outside (running or idle) is a Failure the model did not draw
+and then a Restart, and `gcbench run --backend torch` writes the shared schema and leaves no process behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch", reason="torch is part of the [real] extra")
+
+from gcbench.cluster import Failure, Restart, Result  # noqa: E402
+from gcbench.real.torch_cluster import TorchCluster  # noqa: E402
+from gcbench.scenario.build import scheme_for  # noqa: E402
+from gcbench.scenario.draws import draw_run  # noqa: E402
+from gcbench.testing.cluster_checks import conformance_scenario  # noqa: E402
+
+from realhelpers import DATA, child_processes, reference_gradient, relative_error, scenario  # noqa: E402
+
+UNIT = 0.25
+
+
+def events_until(cluster, until: float, stop=lambda events: False) -> list:
+    events = []
+    while not stop(events) and (event := cluster.next_event(until)) is not None:
+        events.append(event)
+    return events
+
+
+def unstarted(sc) -> TorchCluster:
+    scheme = scheme_for(sc, sc.variants[0])
+    return TorchCluster(sc, scheme, draw_run(sc, scheme, 0))
+
+
+def reply(job: int, at: float) -> dict:
+    return {"kind": "reply", "job": job, "reply": {"started": True, "compute_start": at, "compute_end": at,
+                                                   "abandoned": False}}  # fmt: skip
+
+
+def test_a_reply_from_a_replaced_session_or_for_a_job_nobody_sent_is_dropped():
+    """Issue 11: a late message is never taken for a current one. Session 1 replaced session 0 of worker 0."""
+    cluster = unstarted(conformance_scenario(UNIT))
+    sent = []
+    cluster.sessions = [SimpleNamespace(session=1, send=sent.append) for _ in range(cluster.n)]
+    job = cluster.submit(0, 7, 0, False)
+    assert sent and sent[0]["job"] == 7
+    now = time.time()
+    cluster.inbox.put(("reply", 0, 0, reply(7, now)))  # the old session's reply for the same job id
+    cluster.inbox.put(("reply", 0, 1, reply(8, now)))  # a job this worker was never sent
+    assert cluster.next_event(cluster.now + 0.2) is None
+    assert cluster.running((7,)) == [job]  # still waited for
+    cluster.inbox.put(("reply", 0, 1, reply(7, now)))
+    (result,) = events_until(cluster, cluster.now + 1.0)
+    assert type(result) is Result and result.job is job and cluster.running((7,)) == []
+
+
+@pytest.mark.slow
+def test_a_training_cluster_returns_each_workers_encoded_gradients_on_the_published_weights():
+    """Uncoded on 4 workers: the messages of one iteration sum to the single-process gradient."""
+    import torch
+
+    from gcbench.training.batches import PartitionSampler
+    from gcbench.training.gradients import flat_parameters
+    from gcbench.training.models import build_model
+
+    sc = scenario(
+        {"scheme": "uncoded", "policy": "wait_all"}, overhead={"distribution": "deterministic", "value": 0.05}
+    )
+    scheme = scheme_for(sc, sc.variants[0])
+    cluster = TorchCluster(sc, scheme, draw_run(sc, scheme, 0), seed=0, device="cpu")
+    try:
+        cluster.start(DATA)
+        weights = flat_parameters(build_model(sc.training.model, DATA.classes, 7)).clone()
+        cluster.publish(weights.numpy())
+        for w in range(4):
+            cluster.submit(w, 0, 1, False)  # draw row 1; the mini-batch is the row's too
+        results = events_until(cluster, cluster.now + 30, stop=lambda events: len(events) == 4)
+        assert [type(result) for result in results] == [Result] * 4
+        total = torch.from_numpy(np.sum([result.messages[0] for result in results], axis=0))
+        master = SimpleNamespace(scenario=sc, scheme=scheme, sampler=PartitionSampler(len(DATA.train_labels), 4, 32, 0))
+        assert relative_error(total, reference_gradient(master, weights, 1)) < 1e-4
+        for result in results:
+            assert set(result.losses) == set(scheme.partitions(result.worker))
+            assert result.injected == pytest.approx(0.05)  # no straggling: the overhead, slept
+            assert result.compute_end - result.compute_start >= 0.05 and result.at >= result.compute_end
+    finally:
+        cluster.shutdown()
+    assert cluster.leftovers() == []
+
+
+@pytest.mark.slow
+def test_a_process_killed_from_outside_running_or_idle_is_a_failure_the_model_did_not_draw_then_a_restart():
+    cluster = unstarted(conformance_scenario(UNIT))
+    cluster.start()
+    try:
+        running = cluster.submit(2, 0, 0, False)
+        time.sleep(0.1)
+        os.kill(cluster.sessions[2].pid, signal.SIGKILL)
+        events = events_until(cluster, cluster.now + 30, stop=lambda events: len(events) == 2)
+        assert [type(event) for event in events] == [Failure, Restart], events
+        assert events[0].job is running and not running.crash and 2 not in cluster.dead and not cluster.down(2)
+
+        idle = cluster.sessions[1].pid
+        os.kill(idle, signal.SIGKILL)
+        (failure,) = events_until(cluster, cluster.now + 10, stop=lambda events: len(events) == 1)
+        assert type(failure) is Failure and failure.worker == 1 and failure.job is None
+        assert cluster.restarting([0, 1, 2, 3]) == {1} and cluster.down(1)
+        (restart,) = events_until(cluster, cluster.now + 30, stop=lambda events: len(events) == 1)
+        assert type(restart) is Restart and restart.worker == 1 and cluster.sessions[1].pid != idle
+        job = cluster.submit(1, 1, 1, False)
+        (result,) = events_until(cluster, cluster.now + 10, stop=lambda events: len(events) == 1)
+        assert type(result) is Result and result.job is job  # the replacement computes
+    finally:
+        cluster.shutdown()
+    assert cluster.leftovers() == []
+
+
+@pytest.mark.slow
+def test_gcbench_run_backend_torch_writes_the_shared_schema_and_leaves_no_process(tmp_path):
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
+    from gcbench.results import ITERATION_COLUMNS, WORKER_COLUMNS, read_results
+
+    path = tmp_path / "tiny.yaml"
+    path.write_text(
+        "name: tiny\nworkers: 4\niterations: 4\ncompute: {per_partition: {distribution: exponential, rate: 10}}\n"
+        "straggling: {model: independent, probability: 0.3, delay: 0.3}\n"
+        "variants: [{label: uncoded, scheme: uncoded, policy: wait_all}, {scheme: fr, s: 1}]\n"
+        "training: {dataset: synthetic, batch_size: 32, eval_every: 2, device: cpu}\n"
+    )
+    before = child_processes()
+    result = CliRunner().invoke(app, ["run", str(path), "--backend", "torch", "--out", str(tmp_path / "real")])
+    assert result.exit_code == 0, result.output
+    assert child_processes() == before, "worker processes outlived the run"
+    iterations, workers, meta = read_results(tmp_path / "real")
+    assert meta["mode"] == "real" and meta["backend"] == "torch"
+    assert set(ITERATION_COLUMNS) | {"loss", "accuracy"} <= set(iterations.columns)
+    assert set(WORKER_COLUMNS) <= set(workers.columns) and len(workers) == 2 * 4 * 4
+    assert len(iterations) == 8 and iterations["loss"].notna().all() and iterations["accuracy"].notna().sum() == 4
+    assert iterations["exact"].all()
+    used = workers[workers["used"]]
+    assert (used["arrival"] >= used["compute_start"]).all() and (used["injected_delay"] >= 0).all()
+    assert not workers["failed"].any()
+    # the same seed trains the same model as one process on the whole mini-batch (issue 11's loss check)
+    local = CliRunner().invoke(app, ["run", str(path), "--backend", "local", "--out", str(tmp_path / "local")])
+    assert local.exit_code == 0, local.output
+    expected = read_results(tmp_path / "local")[0]["loss"].to_numpy()
+    for label in iterations["variant"].unique():
+        trained = iterations[iterations["variant"] == label].sort_values("iteration")["loss"].to_numpy()
+        np.testing.assert_allclose(trained, expected, rtol=1e-4, err_msg=label)
+
+
+def test_gcbench_run_refuses_an_unknown_backend_naming_all_three(tmp_path):
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
+
+    path = tmp_path / "tiny.yaml"
+    path.write_text(
+        "name: a\nworkers: 4\niterations: 4\ncompute: {per_partition: {distribution: exponential, rate: 10}}\n"
+        "variants: [{scheme: uncoded}]\ntraining: {dataset: synthetic}\n"
+    )
+    result = CliRunner().invoke(app, ["run", str(path), "--backend", "mpi"])
+    assert result.exit_code == 2 and "--backend must be ray, torch or local, got 'mpi'" in result.output
+
+
+@pytest.mark.slow
+def test_a_drawn_crash_in_a_training_run_is_replaced_given_its_data_and_training_goes_on():
+    """FR s=1 on 4 workers, worker 2 crashed by the failure model in iteration 1 (downtime 0.05 s): its
+    replacement gets its shards and computes again; every iteration decodes exactly and steps."""
+    from gcbench.real.variant import VariantRun
+
+    sc = scenario({"scheme": "fr", "s": 1}, failures={"model": "crash", "probability": 0.0, "downtime": 0.05},
+                  iterations=5)  # fmt: skip
+    run = VariantRun(sc, 0, 0, DATA, None, backend="torch")
+    run.draws.crash[:] = False
+    run.draws.crash[1, 2] = True
+    before = child_processes()
+    try:
+        run.run_block(2)
+        time.sleep(8.0)  # the replacement starts meanwhile (about 2.5 s); the run's clock stands still
+        run.run_block(sc.iterations)
+        iterations, workers = run.frames()
+        pids = run.cluster.worker_pids() if run.cluster else []
+    finally:
+        run.close()
+    assert pids == [] or len(pids) == 4  # (closed at its last iteration: no cluster left to ask)
+    assert child_processes() - before == set(), "worker processes outlived the run"
+    assert len(iterations) == 5 and iterations["exact"].all() and np.isfinite(iterations["loss"]).all()
+    crashed = workers[(workers["iteration"] == 1) & (workers["worker"] == 2)]
+    assert crashed["failed"].all() and not crashed["used"].any()
+    later = workers[(workers["iteration"] == 4) & (workers["worker"] == 2)]
+    assert later["compute_start"].notna().all()  # the replacement computed
+
+
+RESUME = """\
+name: resume
+workers: 4
+iterations: 12
+compute: {per_partition: {distribution: exponential, rate: 10}}
+straggling: {model: independent, probability: 0.3, delay: 0.2}
+variants: [{label: uncoded, scheme: uncoded, policy: wait_all}, {scheme: fr, s: 1}]
+training: {dataset: synthetic, batch_size: 32, eval_every: 4, checkpoint_every: 2, device: cpu}
+"""
+
+
+def driver(*args: str, **kwargs):
+    import subprocess
+    import sys
+
+    code = "from gcbench.cli import main; main()"
+    return subprocess.Popen([sys.executable, "-c", code, *args], start_new_session=True, **kwargs)
+
+
+def children_of(pid: int) -> set[int]:
+    from pathlib import Path
+
+    children = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            children.add(int(stat.parent.name))
+    return children
+
+
+def wait_for(condition, seconds: float) -> bool:
+    deadline = time.time() + seconds
+    while not condition() and time.time() < deadline:
+        time.sleep(0.1)
+    return condition()
+
+
+@pytest.mark.slow
+def test_a_killed_driver_leaves_no_worker_and_its_torch_run_resumes_every_iteration_once(tmp_path):
+    import subprocess
+
+    from gcbench.real.processes import alive
+    from gcbench.results import read_results
+
+    (tmp_path / "resume.yaml").write_text(RESUME)
+    out, quiet = tmp_path / "run", {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    first = driver("run", str(tmp_path / "resume.yaml"), "--backend", "torch", "--out", str(out), **quiet)
+    assert wait_for(lambda: (out / "checkpoints" / "variant0-seed0.pt").exists() or first.poll() is not None, 240)
+    workers = children_of(first.pid)
+    assert len(workers) == 4, f"the driver's workers: {workers}"
+    os.kill(first.pid, signal.SIGKILL)  # the driver only: its workers must notice and exit on their own
+    first.wait()
+    assert wait_for(lambda: not any(alive(pid) for pid in workers), 10), "workers outlived their killed driver"
+    resumed = driver("run", "--resume", str(out), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output, _ = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, output
+    iterations, _, meta = read_results(out)
+    assert meta["backend"] == "torch" and meta["status"] == "complete"
+    for variant, frame in iterations.groupby("variant"):
+        assert sorted(frame["iteration"]) == list(range(12)), f"{variant}: {sorted(frame['iteration'])}"
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_torch_run_with_status_130_and_no_worker_left(tmp_path):
+    import subprocess
+
+    from gcbench.real.processes import alive
+
+    (tmp_path / "resume.yaml").write_text(RESUME)
+    out = tmp_path / "run"
+    run = driver("run", str(tmp_path / "resume.yaml"), "--backend", "torch", "--out", str(out),
+                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    assert wait_for(lambda: len(children_of(run.pid)) == 4 or run.poll() is not None, 240)
+    workers = children_of(run.pid)
+    time.sleep(1.0)
+    os.kill(run.pid, signal.SIGINT)
+    output, _ = run.communicate(timeout=120)
+    assert run.returncode == 130, output
+    assert "interrupted" in output and not any(alive(pid) for pid in workers), output
