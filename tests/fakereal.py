@@ -112,7 +112,7 @@ class FakeCluster(Cluster):
             events.append(event)
         return events
 
-    def shutdown(self) -> None:
+    def shutdown(self, interrupted: bool = False) -> None:
         self.queue.clear()
 
     def leftovers(self) -> list[str]:

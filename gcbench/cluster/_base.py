@@ -154,8 +154,11 @@ class Cluster(ABC):
     def drain(self, seconds: float) -> list[Event]:
         """The events of work still in flight (late results, reporting timings), for at most ``seconds``."""
 
-    def shutdown(self) -> None:  # noqa: B027  (a simulated cluster holds no process)
-        """Stop every worker; no process is left behind (``leftovers()`` is empty afterwards)."""
+    def shutdown(self, interrupted: bool = False) -> None:  # noqa: B027  (a simulated cluster holds no process)
+        """Stop every worker; no process is left behind (``leftovers()`` is empty afterwards).
+
+        ``interrupted``: the run was interrupted (Ctrl-C, SIGTERM to its process group): stop the workers
+        without waiting to see them gone, since the signal may have taken the backend's own services down too."""
 
     @abstractmethod
     def leftovers(self) -> list[str]:

@@ -365,8 +365,11 @@ class RayCluster(Cluster):
         return events
 
     # -- stopping ---------------------------------------------------------------------------------
-    def shutdown(self, wait: float = 10.0) -> None:
-        """Kill every actor and wait (up to ``wait`` seconds) for their processes to be gone."""
+    def shutdown(self, interrupted: bool = False, wait: float = 10.0) -> None:
+        """Kill every actor and wait (up to ``wait`` seconds) for their processes to be gone; not when
+        ``interrupted``: a SIGTERM to the process group also stops the local raylet, and a driver still waiting
+        then is ended by Ray's core worker with status 1, before it can say how to resume."""
+        wait = 0.0 if interrupted else wait
         for actor in self.actors:
             self.ray.kill(actor, no_restart=True)
         self.jobs.clear()

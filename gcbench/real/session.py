@@ -64,7 +64,7 @@ class LocalRun:
     def frames(self) -> tuple[pd.DataFrame | None, None]:
         return self.frame, None
 
-    def close(self) -> None:
+    def close(self, interrupted: bool = False) -> None:
         pass
 
 
@@ -109,7 +109,7 @@ class Session:
         except KeyboardInterrupt:
             self.display.close()
             with signals_ignored():
-                self.close()
+                self.close(interrupted=True)
                 self.flush("interrupted")
             raise
         self.display.close()
@@ -151,9 +151,9 @@ class Session:
         """Where this part's wall time goes: the newest resume entry, or the run itself (its first part)."""
         return self.meta["resumes"][-1] if self.meta.get("resumes") else self.meta
 
-    def close(self) -> None:
+    def close(self, interrupted: bool = False) -> None:
         for run in self.runs:
-            run.close()
+            run.close(interrupted)
 
 
 class signals_ignored:

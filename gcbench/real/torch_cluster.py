@@ -332,8 +332,9 @@ class TorchCluster(Cluster):
         return events
 
     # -- stopping ---------------------------------------------------------------------------------
-    def shutdown(self) -> None:
-        """End every worker process (current and replaced ones) and forget all work in flight."""
+    def shutdown(self, interrupted: bool = False) -> None:
+        """End every worker process (current and replaced ones) and forget all work in flight (interrupted or not:
+        the processes are this driver's own)."""
         sessions = [session for session in self.sessions if session is not None] + self.retired
         for session in sessions:
             session.process.terminate()

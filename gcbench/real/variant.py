@@ -158,9 +158,9 @@ class VariantRun:
         iterations, workers = table_columns(self.rec, keys, self.loads, self.next_iteration, trained=True)
         return pd.DataFrame(iterations), pd.DataFrame(workers)
 
-    def close(self) -> None:
+    def close(self, interrupted: bool = False) -> None:
         if self.cluster is not None:
-            self.cluster.shutdown()
+            self.cluster.shutdown(interrupted)
             self.master = self.cluster = None
 
 

@@ -269,7 +269,7 @@ class SimPyCluster(Cluster):
             events.append(event)
         return events
 
-    def shutdown(self) -> None:
+    def shutdown(self, interrupted: bool = False) -> None:
         """Stop every worker: no job, message or restart is pending any more, and the link processes end."""
         self.jobs.clear()
         self.abandoned.clear()

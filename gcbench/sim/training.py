@@ -121,8 +121,8 @@ class TrainingCluster(SimPyCluster):
         self.published = {v: w for v, w in self.published.items() if v in live}
         self.gradients = {key: g for key, g in self.gradients.items() if key[0] in live}
 
-    def shutdown(self) -> None:
-        super().shutdown()
+    def shutdown(self, interrupted: bool = False) -> None:
+        super().shutdown(interrupted)
         self.work.clear()
         self.gradients.clear()
         self.published.clear()
