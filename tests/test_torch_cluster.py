@@ -270,7 +270,7 @@ def test_ctrl_c_stops_a_torch_run_with_status_130_and_no_worker_left(tmp_path):
 
     from gcbench.real.processes import alive
 
-    (tmp_path / "resume.yaml").write_text(RESUME)
+    (tmp_path / "resume.yaml").write_text(RESUME.replace("iterations: 12", "iterations: 2000"))  # still running
     out = tmp_path / "run"
     run = driver("run", str(tmp_path / "resume.yaml"), "--backend", "torch", "--out", str(out),
                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
