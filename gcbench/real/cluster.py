@@ -15,6 +15,11 @@ back (a Restart) once its downtime has passed and it has its data again
 good (``downtime: null``) is dead from that job's submission, and killed
 without restart when its exit comes.
 
+A crashed job is sent only once the worker's earlier jobs have replied, and the
+jobs after it wait with it: the process exits the moment the crashed job starts,
+and a reply still being sent then would be lost with it (seen on a loaded
+machine), so a drawn crash would take finished work with it.
+
 Times are seconds on the cluster's clock (``clock``: a real run's, shared with its
 driver; by default one of its own that starts once the workers are ready): wall
 time since its origin, less the time between ``pause()`` and ``resume()``
@@ -73,6 +78,7 @@ class RayCluster(Cluster):
         self.data: list[dict] = [{} for _ in range(self.n)]  # per worker: partition -> [shard ref], for restarts
         self.jobs: dict[Any, Job] = {}  # compute refs in flight, in submission order
         self.queued: list[list[Job]] = [[] for _ in range(self.n)]  # jobs of a down worker, sent when it is back
+        self.held: list[list[Job]] = [[] for _ in range(self.n)]  # a crashed job and those after it, see _release
         self.batches: dict[Job, int] = {}
         self.pings: dict[Any, int] = {}  # data reloads after an exit, awaited: ref -> worker
         self.events: list = []  # (at, order, event): known events, delivered once their time has come
@@ -161,11 +167,22 @@ class RayCluster(Cluster):
         self.batches[handle] = row if batch is None else batch
         if crash and self.downtime is None:
             self._dead.add(worker)  # dead from now (as in the simulator); killed when its exit comes
-        if self.back[worker]:
-            self._send(handle)
-        else:
+        if not self.back[worker]:
             self.queued[worker].append(handle)
+        else:
+            self.held[worker].append(handle)
+            self._release(worker)
         return handle
+
+    def _release(self, w: int) -> None:
+        """Send worker w's held jobs in order; a crashed one (and so those after it) waits until none of w's
+        earlier jobs is in flight."""
+        held = self.held[w]
+        while held and self.back[w] and not (held[0].crash and self._in_flight(w)):
+            self._send(held.pop(0))
+
+    def _in_flight(self, w: int) -> bool:
+        return any(job.worker == w for job in self.jobs.values())
 
     def _send(self, job: Job) -> None:
         w, row = job.worker, job.row
@@ -180,8 +197,8 @@ class RayCluster(Cluster):
     def abandon(self, jobs: Iterable[Job]) -> None:
         """A queued job never runs; a running one stops at its next check and reports its timings."""
         for job in jobs:
-            queue = self.queued[job.worker]
-            if job in queue:
+            queue = next((queue for queue in (self.queued[job.worker], self.held[job.worker]) if job in queue), None)
+            if queue is not None:
                 queue.remove(job)
                 self.batches.pop(job, None)
             elif not job.crash:
@@ -196,11 +213,11 @@ class RayCluster(Cluster):
         """Dead, or crashed and not back (downtime running, restart unconfirmed), or a crash on its queue."""
         if worker in self._dead or not self.back[worker] or self.now < self.down_until[worker]:
             return True
-        return any(job.worker == worker and job.crash for job in self.jobs.values())
+        return any(job.worker == worker and job.crash for job in [*self.jobs.values(), *self.held[worker]])
 
     def running(self, job_ids: Iterable[int]) -> list[Job]:
         ids = set(job_ids)
-        jobs = [*self.jobs.values(), *(job for queue in self.queued for job in queue)]
+        jobs = [*self.jobs.values(), *(job for queue in [*self.queued, *self.held] for job in queue)]
         return [job for job in jobs if job.job in ids and not job.crash]
 
     def pending(self) -> bool:
@@ -248,7 +265,9 @@ class RayCluster(Cluster):
         if ref in self.pings:
             self._reloaded(self.pings.pop(ref), ref)
         else:
-            self._replied(self.jobs.pop(ref), ref)
+            job = self.jobs.pop(ref)
+            self._replied(job, ref)
+            self._release(job.worker)
 
     def _schedule(self, at: float, event) -> None:
         heapq.heappush(self.events, (at, next(self.order), event))
@@ -257,9 +276,8 @@ class RayCluster(Cluster):
         if type(event) is Restart:  # back: the jobs sent to it meanwhile start now
             w = event.worker
             self.back[w] = True
-            for job in self.queued[w]:
-                self._send(job)
-            self.queued[w] = []
+            self.held[w], self.queued[w] = self.queued[w] + self.held[w], []
+            self._release(w)
         return event
 
     def _replied(self, job: Job, ref) -> None:
@@ -299,7 +317,8 @@ class RayCluster(Cluster):
         lost = [job, *self._replies_before_exit(w)]
         crashed = [other for other in lost if other.crash]
         running = min(crashed or lost, key=lambda other: other.sent)
-        self.queued[w] = [other for other in lost if other is not running] + self.queued[w]
+        self.queued[w] = [other for other in lost if other is not running] + self.held[w] + self.queued[w]
+        self.held[w] = []
         self.batches.pop(running, None)
         noticed = self.now
         # a drawn crash exits as its job starts: once sent, and once the worker's previous job was done
@@ -353,9 +372,9 @@ class RayCluster(Cluster):
     def _lose(self, w: int) -> None:
         self.down_until[w] = INF
         self.ray.kill(self.actors[w], no_restart=True)
-        for job in self.queued[w]:
+        for job in [*self.queued[w], *self.held[w]]:
             self.batches.pop(job, None)
-        self.queued[w] = []
+        self.queued[w], self.held[w] = [], []
 
     def drain(self, seconds: float = INF) -> list[Result | Failure | Restart]:
         """The events of work still in flight, for at most ``seconds``."""
@@ -375,7 +394,7 @@ class RayCluster(Cluster):
         self.jobs.clear()
         self.pings.clear()
         self.events.clear()
-        self.queued = [[] for _ in range(self.n)]
+        self.queued, self.held = [[] for _ in range(self.n)], [[] for _ in range(self.n)]
         deadline = time.time() + wait
         while self._live_processes() and time.time() < deadline:
             time.sleep(0.02)
@@ -387,5 +406,5 @@ class RayCluster(Cluster):
         """Worker processes still alive (on this machine), and jobs, reloads or events still pending."""
         lines = [f"worker process {pid} is alive" for pid in self._live_processes()]
         counts = {"jobs in flight": len(self.jobs), "reloads awaited": len(self.pings)}
-        counts.update({"events not taken": len(self.events), "jobs queued": sum(map(len, self.queued))})
+        counts.update({"events not taken": len(self.events), "jobs queued": sum(map(len, [*self.queued, *self.held]))})
         return lines + [f"{count} {what}" for what, count in counts.items() if count]
