@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -241,7 +243,7 @@ def run(
         from gcbench.real.requirements import require_real_extra
 
         require_real_extra()
-    from gcbench.cli_run import check_backend, console, refuse_with_resume, run_real
+    from gcbench.cli_run import check_backend, console, refuse_with_resume, run_real, serve_torchrun_rank
     from gcbench.cli_simulate import simulate_scenario
 
     if not real:
@@ -253,6 +255,8 @@ def run(
         simulate_scenario(scenario, out, None, True, console(), iterations, overrides=overrides, force=force)
         return
     check_backend(backend)
+    if backend == "torch" and serve_torchrun_rank():
+        return
     training = {"batch_size": batch_size, "learning_rate": lr, "model": model, "dataset": dataset}
     training.update(data_dir=data_dir, device=device)
     choose = {"variants": variants, "seeds": seeds, "sets": sets}
@@ -264,5 +268,28 @@ def run(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
+
+    A process that ran torch.distributed channels ends without the interpreter's teardown, once everything is
+    written: gloo's teardown can wait on a receive still blocked in a thread until its timeout (a Ctrl-C'd
+    torch run was seen taking more than 120 s to exit on a loaded machine)."""
+    try:
+        app()
+    except SystemExit as done:
+        if not torch_channels_used():
+            raise
+        end_now(done.code)
+
+
+def torch_channels_used() -> bool:
+    channel = sys.modules.get("gcbench.real.torch_channel")
+    return channel is not None and channel.opened
+
+
+def end_now(code) -> None:
+    status = code if isinstance(code, int) else (0 if code is None else 1)
+    if not isinstance(code, int | None):
+        print(code, file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

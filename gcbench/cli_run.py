@@ -46,8 +46,27 @@ def run_real(
         refuse_checkpoints(out)  # before check_out: a run with checkpoints is resumed, not overwritten
         check_out(out, force)
         meta = run_metadata("real", path, [SweepPoint({}, scenario)], {"backend": backend})
+    from gcbench.real import torchrun
+
     check_device(scenario.training.device)  # before the data is read and Ray starts
-    return _train(scenario, path, backend, out, address, meta, console, resumed=resume is not None)
+    if backend != "torch" or not torchrun.launched():
+        return _train(scenario, path, backend, out, address, meta, console, resumed=resume is not None)
+    torchrun.check_world(scenario.workers)
+    try:
+        return _train(scenario, path, backend, out, address, meta, console, resumed=resume is not None)
+    finally:
+        torchrun.stop_agents()
+
+
+def serve_torchrun_rank() -> bool:
+    """Under torchrun, a rank other than 0 is worker (rank - 1)'s agent (gcbench/real/torchrun.py): it serves
+    until the master's run is over; True when it did. It needs nothing of the scenario: the master checks it."""
+    from gcbench.real import torchrun
+
+    if not torchrun.launched() or torchrun.rank() == 0:
+        return False
+    torchrun.serve_agent(torchrun.rank() - 1, torchrun.AGENT_TIMEOUT)
+    return True
 
 
 def say_complete(console, out: Path, scenario: Scenario, backend: str) -> None:

@@ -33,7 +33,7 @@ MAY_IMPORT = {
     "real": _BELOW_MASTER | {"cluster", "master", "training"},  # never sim
     "plot": {"errors", "results"},  # reads results files only: no engine, no scheme, no policy
 }
-CLI = "cli"  # the cli* modules: thin, they may call any layer, and no layer calls them
+CLI = "cli"  # the cli* modules (and __main__): thin, they may call any layer, and no layer calls them
 HEAVY = {"torch", "torchvision", "ray", "matplotlib", "seaborn"}
 HEAVY_AT_IMPORT = {"real", "training", "plot"}  # the modes that need them; elsewhere only inside functions
 
@@ -45,7 +45,7 @@ def layer_of(name: str) -> str | None:
         return None
     if len(parts) == 1:
         return "gcbench"
-    return CLI if parts[1].startswith("cli") else parts[1]
+    return CLI if parts[1].startswith("cli") or parts[1] == "__main__" else parts[1]  # python -m gcbench: the CLI
 
 
 def source_files() -> list[tuple[str, Path]]:

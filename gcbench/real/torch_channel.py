@@ -28,20 +28,30 @@ import torch
 import torch.distributed as dist
 
 HOST = "127.0.0.1"
+opened = False  # whether this process built a group (its end skips the interpreter's teardown: gcbench/cli.py)
 DOWN, UP = "down", "up"  # master -> worker, worker -> master
 
 
-def store(port: int = 0, timeout: float = 60.0) -> dist.TCPStore:
-    """The run's rendezvous: the master's (``port`` 0: a free loopback port), or a worker's client of it."""
+def store(port: int = 0, timeout: float = 60.0, host: str = HOST) -> dist.TCPStore:
+    """The run's rendezvous: the master's (``port`` 0: a free loopback port), or a worker's client of it
+    (at ``host``: the loopback, or under torchrun the master's address)."""
     wait = datetime.timedelta(seconds=timeout)
     if port == 0:
         return dist.TCPStore(HOST, 0, is_master=True, wait_for_workers=False, timeout=wait)
-    return dist.TCPStore(HOST, port, is_master=False, timeout=wait)
+    return dist.TCPStore(host, port, is_master=False, timeout=wait)
+
+
+def scoped(rendezvous: dist.Store, scope: str) -> dist.Store:
+    """The keys of one cluster (``scope``: empty for a store of its own; under torchrun, where the
+    clusters of every variant share one store, the cluster's name)."""
+    return dist.PrefixStore(f"{scope}/", rendezvous) if scope else rendezvous
 
 
 def group(rendezvous: dist.Store, worker: int, session: int, direction: str, rank: int, timeout: float):
     """The two-rank gloo group of one direction of one worker session (master rank 0, worker rank 1).
     Building it waits until both ranks have joined."""
+    global opened
+    opened = True
     prefix = dist.PrefixStore(f"w{worker}.{session}.{direction}/", rendezvous)
     return dist.ProcessGroupGloo(prefix, rank, 2, datetime.timedelta(seconds=timeout))
 

@@ -42,6 +42,7 @@ from gcbench.real.cluster import ClusterStuck
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 
 INF = float("inf")
+_scopes = itertools.count()  # under torchrun, the clusters of one run share a store: each its own keys
 
 
 @register_cluster("torch")
@@ -60,6 +61,7 @@ class TorchCluster(Cluster):
         self.trains, self.delay, self.spec = False, 0.0, None
         self.weights, self.version, self.has_version = None, 0, [-1] * self.n
         self.rendezvous, self.inbox, self.numbers = None, queue.Queue(), itertools.count()
+        self.launcher, self.scope = None, ""
         self.sessions: list = [None] * self.n  # each worker's current WorkerSession
         self.retired: list = []  # sessions whose process exited or was replaced (checked by leftovers)
         self.data: list[dict] = [{} for _ in range(self.n)]  # per worker: partition -> shard, for replacements
@@ -94,17 +96,16 @@ class TorchCluster(Cluster):
     # -- starting ---------------------------------------------------------------------------------
     def start(self, data=None) -> None:
         """Spawn the workers, join their channels, give them their data, wait until each is ready."""
-        from gcbench.real import torch_channel
-
         if data is None:
             self.delay = self.scenario.network.latency + self._transfer()
         else:
             self.trains, self.spec = True, self._training_spec(data)
-        self.rendezvous = torch_channel.store(0, self.timeout)
+        self.rendezvous, self.launcher, self.scope = self._meeting_place()
         self.sessions = [self._spawn(w) for w in range(self.n)]
-        for session in self.sessions:
-            session.connect(self.rendezvous, self.inbox)
-            session.send(self._data_message(session.worker))
+        if self.downtime is not None and self.scenario.failures.model != "none":
+            self.launcher.keep_spare()  # starting beside the workers: a drawn crash's replacement is ready in time
+        for session in self.sessions:  # each in a thread: the main thread waits on the queue, where Ctrl-C works
+            threading.Thread(target=self._bring_up, args=(session,), daemon=True).start()
         self._wait_ready()
         if self.own_clock:
             self.clock = WallClock()
@@ -129,11 +130,24 @@ class TorchCluster(Cluster):
         return {"scheme": {"name": scheme.name, "n": scheme.n, "s": scheme.s, "params": dict(scheme.params)},
                 "setup": setup}  # fmt: skip
 
+    def _meeting_place(self) -> tuple[Any, Any, str]:
+        """The store the channels rendezvous on (scoped to this cluster), who starts the worker processes,
+        and the scope: a loopback store and the driver's children; under torchrun, torchrun's store and the
+        worker ranks' agents (gcbench/real/torchrun.py)."""
+        from gcbench.real import torch_channel, torchrun
+        from gcbench.real.torch_session import LocalLauncher
+
+        if torchrun.launched():
+            scope = f"cluster{next(_scopes)}"
+            store = torchrun.shared_store(self.timeout)
+            return torch_channel.scoped(store, scope), torchrun.RemoteLauncher(self.timeout), scope
+        store = torch_channel.store(0, self.timeout)
+        return store, LocalLauncher(store, self.timeout), ""
+
     def _spawn(self, w: int):
         from gcbench.real.torch_session import WorkerSession
 
-        port = self.rendezvous.port
-        return WorkerSession(w, next(self.numbers), port, self.timeout)
+        return WorkerSession(w, next(self.numbers), self.launcher, self.timeout, self.scope)
 
     def _data_message(self, w: int) -> dict[str, Any]:
         """What a new worker process needs before its first job: what it computes (None: it sleeps) and its shards."""
@@ -148,6 +162,8 @@ class TorchCluster(Cluster):
                 raise ClusterStuck(
                     f"{len(waiting)} of {self.n} workers did not start within {self.timeout:g} s."
                 ) from None
+            if kind == "broken":
+                raise ClusterStuck(f"worker {w} did not join its channel within {self.timeout:g} s.")
             if kind != "ready":
                 raise ClusterStuck(f"worker {w} exited (status {message.get('code')}) while starting.")
             waiting.discard(w)
@@ -340,6 +356,8 @@ class TorchCluster(Cluster):
             session.process.terminate()
         for session in sessions:
             session.stop()
+        if self.launcher is not None:
+            self.launcher.close()
         self.retired = sessions
         self.sessions = [None] * self.n
         self.sent = [[] for _ in range(self.n)]
@@ -349,13 +367,19 @@ class TorchCluster(Cluster):
         self.batches.clear()
 
     def worker_pids(self) -> list[int]:
-        """The worker processes still alive (current and replaced sessions)."""
+        """The worker processes still alive here (current and replaced sessions, and a spare)."""
+        spares = self.launcher.spare_pids() if self.launcher is not None else []
+        return [session.pid for session in self._alive() if session.pid is not None] + spares
+
+    def _alive(self) -> list:
         sessions = [session for session in self.sessions if session is not None] + self.retired
-        return [session.pid for session in sessions if session.alive()]
+        return [session for session in sessions if session.alive()]
 
     def leftovers(self) -> list[str]:
-        """Worker processes still alive, and jobs, replacements or events still pending."""
-        lines = [f"worker process {pid} is alive" for pid in self.worker_pids()]
+        """Worker processes still alive (here, or on an agent's machine), and jobs, replacements or events
+        still pending."""
+        lines = [f"worker {session.worker}'s process {session.pid or '(remote)'} is alive" for session in self._alive()]
+        lines += [f"spare process {pid} is alive" for pid in (self.launcher.spare_pids() if self.launcher else [])]
         counts = {"jobs in flight": sum(map(len, self.sent)), "replacements starting": len(self.reloading)}
         counts.update({"events not taken": len(self.events), "jobs queued": sum(map(len, self.queued))})
         return lines + [f"{count} {what}" for what, count in counts.items() if count]

@@ -10,6 +10,7 @@ Each item carries the session's number: the cluster drops what an old session se
 
 from __future__ import annotations
 
+import itertools
 import os
 import queue
 import subprocess
@@ -24,22 +25,83 @@ from gcbench.real.processes import alive
 EXIT_WAIT = 2.0  # seconds a worker gets to exit, and its receiver to end, before the next step
 
 
-class WorkerSession:
-    """Worker ``worker``'s ``session``-th process; ``connect`` waits for it to join its channel."""
+class LocalLauncher:
+    """Worker processes as the driver's own children, on this machine, meeting it on its loopback store.
 
-    def __init__(self, worker: int, session: int, port: int, timeout: float) -> None:
-        self.worker, self.session, self.timeout = worker, session, timeout
+    With ``keep_spare`` one process more waits, torch imported, to become the next replacement: a
+    replacement then starts in a fraction of a second, not the seconds an interpreter takes to import torch
+    (more than a 4 s downtime on a loaded machine), so the downtime a scenario gives is the downtime a run has.
+    """
+
+    host = torch_channel.HOST
+
+    def __init__(self, rendezvous, timeout: float) -> None:
+        self.rendezvous, self.port, self.timeout = rendezvous, rendezvous.port, timeout
+        self.spares = itertools.count()
+        self.spare: tuple[subprocess.Popen, int] | None = None
+
+    def spawn(self, worker: int, session: int, scope: str = "") -> subprocess.Popen:
+        if self.spare is None or self.spare[0].poll() is not None:
+            return self._start(worker, session, scope)
+        process, number = self.spare
+        self.rendezvous.set(f"spare{number}", f"{worker} {session}")
+        self.keep_spare()
+        return process
+
+    def keep_spare(self) -> None:
+        number = next(self.spares)
+        self.spare = self._start(SPARE, number, ""), number
+
+    def _start(self, worker: int, session: int, scope: str) -> subprocess.Popen:
         # a fresh interpreter (not multiprocessing's spawn, which re-runs the caller's main module)
-        command = [
-            sys.executable,
-            "-m",
-            "gcbench.real.torch_worker",
-            str(worker),
-            str(session),
-            str(port),
-            str(timeout),
-        ]
-        self.process = subprocess.Popen(command, env=_environment(), stdin=subprocess.DEVNULL)
+        command = worker_command(worker, session, self.port, self.timeout, self.host, scope)
+        return start_worker(command)
+
+    def spare_pids(self) -> list[int]:
+        return [self.spare[0].pid] if self.spare is not None and self.spare[0].poll() is None else []
+
+    def close(self) -> None:
+        """End the spare (the sessions are the cluster's to end)."""
+        if self.spare is not None:
+            stop(self.spare[0])
+            self.spare = None
+
+
+def start_worker(command: list[str]) -> subprocess.Popen:
+    """A worker process in a process group of its own: a Ctrl-C in the terminal reaches the driver, which
+    ends its workers, and not a worker still importing torch (its death would leave the driver waiting to
+    meet it). (Python 3.10 has no ``process_group``: a session of its own there.)"""
+    own_group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+    return subprocess.Popen(command, env=_environment(), stdin=subprocess.DEVNULL, **own_group)
+
+
+SPARE = -1  # the worker number a spare process starts with; its real one comes through the store
+
+
+def stop(process) -> None:
+    """End a worker process (SIGTERM: a job it computes is lost anyway); kill it if that has not worked in time."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(EXIT_WAIT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(EXIT_WAIT)
+
+
+def worker_command(worker: int, session: int, port: int, timeout: float, host: str, scope: str) -> list[str]:
+    """The command line of one worker session (gcbench/real/torch_worker.py)."""
+    arguments = [worker, session, port, timeout, host, scope]
+    return [sys.executable, "-m", "gcbench.real.torch_worker", *map(str, arguments)]
+
+
+class WorkerSession:
+    """Worker ``worker``'s ``session``-th process, started by ``launcher`` (here, or under torchrun by the
+    worker's rank, gcbench/real/torchrun.py); ``connect`` waits for it to join its channel."""
+
+    def __init__(self, worker: int, session: int, launcher, timeout: float, scope: str = "") -> None:
+        self.worker, self.session, self.timeout = worker, session, timeout
+        self.process = launcher.spawn(worker, session, scope)
         self.sender: torch_channel.Sender | None = None
 
     @property
@@ -71,17 +133,13 @@ class WorkerSession:
         return True
 
     def stop(self) -> None:
-        """End the process (SIGTERM: a job it computes is lost anyway); kill it if that has not worked in time."""
-        if self.process.poll() is None:
-            self.process.terminate()
-        try:
-            self.process.wait(EXIT_WAIT)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(EXIT_WAIT)
+        stop(self.process)
 
     def alive(self) -> bool:
-        return self.process.poll() is None and alive(self.pid)
+        """Still running (a process of another machine: its exit not yet reported)."""
+        if self.process.poll() is not None:
+            return False
+        return self.pid is None or alive(self.pid)
 
 
 def _environment() -> dict[str, str]:

@@ -13,23 +13,32 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import threading
 import time
 from typing import Any
 
 from gcbench.real import torch_channel
+from gcbench.real.torch_session import SPARE
 
 PARENT_CHECK = 0.5  # seconds between checks that the master is still alive
+SPARE_POLL = 0.01  # seconds between a spare's looks for its assignment
 
 
-def serve(worker: int, session: int, port: int, timeout: float) -> None:
-    """The process's whole life: join the channel, then compute jobs until told to stop."""
+def serve(
+    worker: int, session: int, port: int, timeout: float, host: str = torch_channel.HOST, scope: str = ""
+) -> None:
+    """The process's whole life: join the channel (on the store at ``host``:``port``, under the cluster's
+    ``scope``), then compute jobs until told to stop."""
     import torch
 
     torch.set_num_threads(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the whole terminal's group: the master ends it
     parent = os.getppid()
     threading.Thread(target=_orphan_watch, args=(parent,), daemon=True).start()
-    rendezvous = torch_channel.store(port, timeout)
+    rendezvous = torch_channel.scoped(torch_channel.store(port, timeout, host), scope)
+    if worker == SPARE:
+        worker, session = _assignment(rendezvous, session)
     down = torch_channel.group(rendezvous, worker, session, torch_channel.DOWN, 1, timeout)
     up = torch_channel.group(rendezvous, worker, session, torch_channel.UP, 1, timeout)
     inbox: queue.Queue = queue.Queue()
@@ -44,6 +53,17 @@ def serve(worker: int, session: int, port: int, timeout: float) -> None:
     threading.Thread(target=_receive, args=(down, take, inbox), daemon=True).start()
     _work(worker, abandoned, inbox, torch_channel.Sender(up, worker, 0))
     os._exit(0)  # (gloo's threads and the daemon threads would otherwise hold the interpreter's exit)
+
+
+def _assignment(rendezvous, number: int) -> tuple[int, int]:
+    """A spare process: what it needs before a job imported, wait to be told which worker and session it is."""
+    import gcbench.real.worker  # noqa: F401
+
+    key = f"spare{number}"
+    while not rendezvous.check([key]):
+        time.sleep(SPARE_POLL)
+    worker, session = rendezvous.get(key).decode().split()
+    return int(worker), int(session)
 
 
 def _receive(down, take, inbox: queue.Queue) -> None:
@@ -95,4 +115,4 @@ if __name__ == "__main__":
     import sys
 
     worker, session, port = (int(argument) for argument in sys.argv[1:4])
-    serve(worker, session, port, float(sys.argv[4]))
+    serve(worker, session, port, float(sys.argv[4]), *sys.argv[5:7])

@@ -1,0 +1,96 @@
+"""`gcbench run --backend torch` under torchrun: rank 0 the master, the other ranks the workers' agents
+(gcbench/real/torchrun.py). The multi-machine path, tested on one machine with ``torchrun --standalone``."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("pandas")
+
+from gcbench.results.store import read_results  # noqa: E402
+
+SCENARIO = """\
+name: torchrun
+workers: 4
+iterations: 6
+compute: {per_partition: {distribution: exponential, rate: 10}}
+straggling: {model: independent, probability: 0.3, delay: 0.2}
+variants: [{label: uncoded, scheme: uncoded, policy: wait_all}, {scheme: fr, s: 1}]
+training: {dataset: synthetic, batch_size: 32, eval_every: 3, checkpoint_every: 2, device: cpu}
+"""
+
+CRASHES = SCENARIO.replace("iterations: 6", "iterations: 8").replace(
+    "training:", "failures: {model: crash, probability: 0.08, downtime: 0.5}\ntraining:"
+)
+
+
+def torchrun(ranks: int, *args: str, timeout: float = 420) -> subprocess.CompletedProcess:
+    command = [str(Path(sys.executable).parent / "torchrun"), "--standalone", "--nnodes", "1"]
+    command += ["--nproc-per-node", str(ranks), "--no-python", str(Path(sys.executable).parent / "gcbench"), *args]
+    if not Path(command[0]).exists():
+        command[0] = shutil.which("torchrun") or command[0]
+    # a session of its own: what is left of it afterwards is a process the run left behind
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    output, _ = run.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(command, run.returncode, output, None), run.pid
+
+
+def processes_of_session(session: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.slow
+def test_a_torchrun_run_trains_as_the_one_machine_run_does_and_leaves_no_process(tmp_path):
+    (tmp_path / "s.yaml").write_text(SCENARIO)
+    (done, session) = torchrun(5, "run", str(tmp_path / "s.yaml"), "--backend", "torch", "--out", str(tmp_path / "tr"))
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert processes_of_session(session) == [], "a process outlived the torchrun run"
+    loopback = subprocess.run(
+        [sys.executable, "-m", "gcbench", "run", str(tmp_path / "s.yaml"), "--backend", "torch",
+         "--out", str(tmp_path / "here")], capture_output=True, text=True, timeout=420,
+    )  # fmt: skip
+    assert loopback.returncode == 0, loopback.stdout[-3000:] + loopback.stderr[-3000:]
+    ran, _, meta = read_results(tmp_path / "tr")
+    here, _, _ = read_results(tmp_path / "here")
+    assert meta["backend"] == "torch" and meta["status"] == "complete"
+    key = ["variant", "seed", "iteration"]
+    ran, here = ran.sort_values(key).reset_index(drop=True), here.sort_values(key).reset_index(drop=True)
+    assert len(ran) == 12 and (ran[key] == here[key]).all().all()
+    # same data, model, seed and draws: the same training (only the timings are the machine's)
+    assert (ran["loss"] - here["loss"]).abs().max() < 1e-5
+    assert (ran["exact"] == here["exact"]).all()
+
+
+@pytest.mark.slow
+def test_a_drawn_crash_under_torchrun_is_a_process_exit_on_the_agents_machine_and_the_run_goes_on(tmp_path):
+    (tmp_path / "s.yaml").write_text(CRASHES)
+    out = tmp_path / "tr"
+    (done, session) = torchrun(5, "run", str(tmp_path / "s.yaml"), "--backend", "torch", "--out", str(out))
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert processes_of_session(session) == []
+    iterations, workers, meta = read_results(out)
+    assert meta["status"] == "complete" and len(iterations) == 16
+    assert workers["failed"].any(), "the scenario draws crashes: some worker must have failed"
+
+
+@pytest.mark.slow
+def test_a_torchrun_world_that_does_not_fit_the_scenario_is_one_sentence(tmp_path):
+    (tmp_path / "s.yaml").write_text(SCENARIO)
+    (done, session) = torchrun(3, "run", str(tmp_path / "s.yaml"), "--backend", "torch", "--out", str(tmp_path / "o"))
+    assert done.returncode != 0
+    assert "under torchrun the world size must be the scenario's workers plus one (the master): 5, not 3" in done.stdout
+    assert processes_of_session(session) == []
