@@ -1,19 +1,34 @@
-"""Column builders for the two results tables (docs/results.md) from one run of the master or the fast path."""
+"""Column builders for the two results tables (docs/results.md) from one run of the master or the fast path.
+
+A recorder keeps every iteration's per-worker times, or, given a ``window`` and
+an ``emit`` callback, only a window of iterations: an engine that fills rows in
+order asks ``times(first, end)`` for them and says ``rows_done(end)``, and when
+the window is full the finished rows go to ``emit`` (the workers table is
+streamed) and the window starts again. The vectorised engine streams; the
+master (every backend) keeps them all.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
+
+Emit = Callable[["RunRecorder", int, int], None]  # emit(rec, first, end): rows first..end-1 are final
 
 
 class RunRecorder:
     """Collects per-iteration and per-worker arrays of one (variant, seed) run."""
 
-    def __init__(self, iterations: int, n: int) -> None:
+    def __init__(self, iterations: int, n: int, window: int | None = None, emit: Emit | None = None) -> None:
         self.iterations, self.n = iterations, n
-        shape = (iterations, n)
+        kept = iterations if window is None else min(window, iterations)
+        self.first_kept, self.done, self.emit = 0, 0, emit  # the per-worker times hold rows first_kept.. on
+        shape = (kept, n)
         self.compute_start = np.zeros(shape)
         self.compute_end = np.zeros(shape)
         self.arrival = np.zeros(shape)
+        shape = (iterations, n)
         self.used = np.zeros(shape, dtype=bool)
         self.failed = np.zeros(shape, dtype=bool)
         self.straggling = np.zeros(shape, dtype=bool)
@@ -47,21 +62,44 @@ class RunRecorder:
             columns.update(loss=self.loss[rows], accuracy=self.accuracy[rows])
         return columns
 
+    def times(self, first: int, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rows first..end-1 of compute_start, compute_end and arrival, to fill (rows come in order)."""
+        if end - self.first_kept > len(self.compute_start):
+            self.flush()
+            self.first_kept = first
+        rows = slice(first - self.first_kept, end - self.first_kept)
+        return self.compute_start[rows], self.compute_end[rows], self.arrival[rows]
+
+    def rows_done(self, end: int) -> None:
+        """Rows up to end-1 are final (their times, ``used`` and ``failed``)."""
+        self.done = end
+
+    def flush(self) -> None:
+        """Hand the finished rows still in the window to ``emit`` (at the end of a streamed run)."""
+        if self.emit is not None and self.done > self.first_kept:
+            self.emit(self, self.first_kept, self.done)
+            self.first_kept = self.done
+
     def worker_columns(self, loads: np.ndarray, done: int | None = None) -> dict[str, np.ndarray]:
         """The workers table's columns for iterations 0..done-1 (all by default), one row per worker each."""
-        count = self.iterations if done is None else done
-        t, w = np.meshgrid(np.arange(count), np.arange(self.n), indexing="ij")
-        never = ~np.isfinite(self.arrival[:count])
-        compute_end = self.compute_end[:count]
+        return self.worker_rows(loads, 0, self.iterations if done is None else done)
+
+    def worker_rows(self, loads: np.ndarray, first: int, end: int) -> dict[str, np.ndarray]:
+        """The workers table's columns for iterations first..end-1 (still in the window), n rows each."""
+        a, b = first - self.first_kept, end - self.first_kept
+        if a < 0 or b > len(self.compute_start):
+            raise ValueError(f"iterations {first}..{end - 1} are not in the recorder (it kept {self.first_kept} on)")
+        count = end - first
+        compute_end, arrival = self.compute_end[a:b].ravel(), self.arrival[a:b].ravel()
         return {
-            "iteration": t.ravel(),
-            "worker": w.ravel(),
-            "partitions": np.broadcast_to(loads, (count, self.n)).ravel(),
-            "compute_start": self.compute_start[:count].ravel(),
-            "compute_end": np.where(np.isfinite(compute_end), compute_end, np.nan).ravel(),
-            "injected_delay": self.injected[:count].ravel(),
-            "arrival": np.where(never, np.nan, self.arrival[:count]).ravel(),
-            "used": self.used[:count].ravel(),
-            "straggling": self.straggling[:count].ravel(),
-            "failed": self.failed[:count].ravel(),
+            "iteration": np.repeat(np.arange(first, end), self.n),
+            "worker": np.tile(np.arange(self.n), count),
+            "partitions": np.tile(np.asarray(loads), count),
+            "compute_start": self.compute_start[a:b].ravel(),
+            "compute_end": np.where(np.isfinite(compute_end), compute_end, np.nan),
+            "injected_delay": self.injected[first:end].ravel(),
+            "arrival": np.where(np.isfinite(arrival), arrival, np.nan),
+            "used": self.used[first:end].ravel(),
+            "straggling": self.straggling[first:end].ravel(),
+            "failed": self.failed[first:end].ravel(),
         }
