@@ -90,16 +90,21 @@ class RunRecorder:
         if a < 0 or b > len(self.compute_start):
             raise ValueError(f"iterations {first}..{end - 1} are not in the recorder (it kept {self.first_kept} on)")
         count = end - first
-        compute_end, arrival = self.compute_end[a:b].ravel(), self.arrival[a:b].ravel()
         return {
             "iteration": np.repeat(np.arange(first, end), self.n),
             "worker": np.tile(np.arange(self.n), count),
             "partitions": np.tile(np.asarray(loads), count),
             "compute_start": self.compute_start[a:b].ravel(),
-            "compute_end": np.where(np.isfinite(compute_end), compute_end, np.nan),
+            "compute_end": _nan_for_infinite(self.compute_end[a:b].ravel()),
             "injected_delay": self.injected[first:end].ravel(),
-            "arrival": np.where(np.isfinite(arrival), arrival, np.nan),
+            "arrival": _nan_for_infinite(self.arrival[a:b].ravel()),
             "used": self.used[first:end].ravel(),
             "straggling": self.straggling[first:end].ravel(),
             "failed": self.failed[first:end].ravel(),
         }
+
+
+def _nan_for_infinite(times: np.ndarray) -> np.ndarray:
+    """NaN where a time is infinite (never): the array itself when every time is finite (no copy)."""
+    finite = np.isfinite(times)
+    return times if finite.all() else np.where(finite, times, np.nan)

@@ -98,7 +98,7 @@ class RunningSummary:
     def add(self, iterations: pd.DataFrame) -> None:
         """Rows of the iterations table (one task's, or any number of tasks' in the table's order)."""
         self.rows += len(iterations)
-        self.variants.update(dict.fromkeys(iterations["variant"]))
+        self.variants.update(dict.fromkeys(iterations["variant"].unique()))  # (in order of appearance)
         read = [c for c in READ if c in iterations.columns]
         for key, group in iterations.groupby(["point", "variant"], sort=False):
             if key not in self.parts:
