@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -141,4 +142,41 @@ def test_a_failed_run_leaves_no_folder_and_no_partial_file(tmp_path):
     path.write_text(BLOCKS.replace("variants:", "failures: {model: crash, probability: 1.0}\nvariants:"))
     with pytest.raises(Exception, match="can never finish"):
         stream_points(load_scenario(path), tmp_path / "run", jobs=1)
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_vectorised_engine_keeps_one_window_of_worker_times_and_emits_every_row_once(monkeypatch):
+    from gcbench.scenario.build import scheme_for
+    from gcbench.sim.synchronous import simulate_synchronous
+    from tests.simhelpers import scenario
+
+    monkeypatch.setattr("gcbench.sim.synchronous.BLOCK_ELEMENTS", 6 * 4)
+    monkeypatch.setattr("gcbench.sim.synchronous.CHUNK_ELEMENTS", 6 * 10)
+    sc = scenario(iterations=95, failures={"model": "crash", "probability": 0.02, "downtime": 0.5})
+    v = sc.variants[0]
+    full = simulate_synchronous(sc, v, scheme_for(sc, v), 0)
+    emitted: list[tuple[int, int, dict]] = []
+    loads = [1] * 6
+    rec = simulate_synchronous(
+        sc, v, scheme_for(sc, v), 0, workers=lambda r, a, b: emitted.append((a, b, r.worker_rows(loads, a, b)))
+    )
+    assert rec.compute_start.shape == (10, 6)  # a window of 10 iterations, not 95
+    assert [a for a, _, _ in emitted] == [0] + [b for _, b, _ in emitted[:-1]] and emitted[-1][1] == 95
+    whole = full.worker_columns(loads)
+    for name, values in whole.items():
+        streamed = np.concatenate([columns[name] for _, _, columns in emitted])
+        np.testing.assert_array_equal(streamed, values, err_msg=name)
+    with pytest.raises(ValueError, match="not in the recorder"):
+        rec.worker_rows(loads, 0, 10)
+
+
+def test_simulate_that_cannot_finish_leaves_no_results_folder(tmp_path):
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
+
+    path = tmp_path / "crash.yaml"
+    path.write_text(BLOCKS.replace("variants:", "failures: {model: crash, probability: 1.0}\nvariants:"))
+    result = CliRunner().invoke(app, ["simulate", str(path), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2 and "can never finish" in result.output
     assert not (tmp_path / "run").exists()

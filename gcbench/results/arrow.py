@@ -16,9 +16,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 _zeros = np.zeros(0, dtype=np.int32)  # shared all-zero dictionary indices, grown as tables need more rows
+_filled: dict[tuple[Any, str], np.ndarray] = {}  # a filled array per (value, dtype), grown likewise (read only)
 
 
 def value_types(values: Iterable[Mapping[str, Any]]) -> dict[str, pa.DataType]:
@@ -39,7 +41,14 @@ def constant(value: Any, rows: int, kind: pa.DataType | None = None) -> pa.Array
     global _zeros
     single = pa.array([value], type=kind)
     if pa.types.is_integer(single.type) or pa.types.is_floating(single.type) or pa.types.is_boolean(single.type):
-        return pa.array(np.full(rows, value, dtype=single.type.to_pandas_dtype()))
+        dtype = np.dtype(single.type.to_pandas_dtype())
+        filled = _filled.get((value, dtype.str))
+        if filled is None or len(filled) < rows:
+            if len(_filled) > 64:  # (a sweep of many values: keep the cache small)
+                _filled.clear()
+            filled = _filled[(value, dtype.str)] = np.full(rows, value, dtype=dtype)
+            filled.flags.writeable = False
+        return pa.array(filled[:rows])
     if len(_zeros) < rows:
         _zeros = np.zeros(max(rows, 2 * len(_zeros)), dtype=np.int32)
     return pa.DictionaryArray.from_arrays(_zeros[:rows], single)
@@ -57,7 +66,12 @@ def arrow_table(
     kinds = kinds or {}
     arrays = {name: constant(value, rows, kinds.get(name)) for name, value in keys.items()}
     for name, values in columns.items():
-        array = pa.array(values)
-        arrays[name] = array.dictionary_encode() if name in encoded else array
+        arrays[name] = _encoded(values) if name in encoded else pa.array(values)
     fields = [pa.field(name, array.type, nullable=array.null_count > 0) for name, array in arrays.items()]
     return pa.Table.from_arrays(list(arrays.values()), schema=pa.schema(fields))
+
+
+def _encoded(values: np.ndarray) -> pa.DictionaryArray:
+    """A column of few distinct values (Python strings, or numpy's) as a dictionary array, hashed once each."""
+    codes, uniques = pd.factorize(values)
+    return pa.DictionaryArray.from_arrays(codes.astype(np.int32), pa.array(np.asarray(uniques, dtype=str)))

@@ -24,6 +24,7 @@ class RunRecorder:
         self.iterations, self.n = iterations, n
         kept = iterations if window is None else min(window, iterations)
         self.first_kept, self.done, self.emit = 0, 0, emit  # the per-worker times hold rows first_kept.. on
+        self._kept_tiles: tuple | None = None
         shape = (kept, n)
         self.compute_start = np.zeros(shape)
         self.compute_end = np.zeros(shape)
@@ -43,9 +44,11 @@ class RunRecorder:
         self.loss = np.full(iterations, np.nan)  # when the run trains
         self.accuracy = np.full(iterations, np.nan)  # where it was evaluated
 
-    def iteration_columns(self, trained: bool = False, done: int | None = None) -> dict[str, np.ndarray]:
+    def iteration_columns(
+        self, trained: bool = False, done: int | None = None, stop_text: bool = True
+    ) -> dict[str, np.ndarray]:
         """The iterations table's columns for iterations 0..done-1 (all by default); ``trained`` adds loss and
-        accuracy."""
+        accuracy; ``stop_text`` false leaves the stop reasons Python strings (for a dictionary to encode)."""
         rows = slice(0, self.iterations if done is None else done)
         columns = {
             "iteration": np.arange(self.iterations)[rows],
@@ -53,7 +56,7 @@ class RunRecorder:
             "end": self.end[rows],
             "duration": self.duration[rows],
             "messages_used": self.used[rows].sum(axis=1),
-            "stop": self.reason[rows].astype(str),
+            "stop": self.reason[rows].astype(str) if stop_text else self.reason[rows],
             "exact": self.exact[rows],
             "residual": self.residual[rows],
             "staleness": self.staleness[rows],
@@ -67,8 +70,13 @@ class RunRecorder:
         if end - self.first_kept > len(self.compute_start):
             self.flush()
             self.first_kept = first
+            # new arrays, not the old ones overwritten: what was emitted may still be being written
+            self.compute_start, self.compute_end, self.arrival = (np.zeros_like(a) for a in self._times())
         rows = slice(first - self.first_kept, end - self.first_kept)
         return self.compute_start[rows], self.compute_end[rows], self.arrival[rows]
+
+    def _times(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.compute_start, self.compute_end, self.arrival
 
     def rows_done(self, end: int) -> None:
         """Rows up to end-1 are final (their times, ``used`` and ``failed``)."""
@@ -80,6 +88,16 @@ class RunRecorder:
             self.emit(self, self.first_kept, self.done)
             self.first_kept = self.done
 
+    def _tiles(self, loads: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """The worker and partitions columns of ``count`` iterations: the same for every chunk of a size (kept)."""
+        kept = self._kept_tiles
+        if kept is None or kept[0] != count or not np.array_equal(kept[1], loads):
+            tiles = np.tile(np.arange(self.n), count), np.tile(loads, count)
+            for tile in tiles:
+                tile.flags.writeable = False
+            kept = self._kept_tiles = (count, loads.copy(), *tiles)
+        return kept[2], kept[3]
+
     def worker_columns(self, loads: np.ndarray, done: int | None = None) -> dict[str, np.ndarray]:
         """The workers table's columns for iterations 0..done-1 (all by default), one row per worker each."""
         return self.worker_rows(loads, 0, self.iterations if done is None else done)
@@ -90,10 +108,11 @@ class RunRecorder:
         if a < 0 or b > len(self.compute_start):
             raise ValueError(f"iterations {first}..{end - 1} are not in the recorder (it kept {self.first_kept} on)")
         count = end - first
+        workers, partitions = self._tiles(np.asarray(loads), count)
         return {
             "iteration": np.repeat(np.arange(first, end), self.n),
-            "worker": np.tile(np.arange(self.n), count),
-            "partitions": np.tile(np.asarray(loads), count),
+            "worker": workers,
+            "partitions": partitions,
             "compute_start": self.compute_start[a:b].ravel(),
             "compute_end": _nan_for_infinite(self.compute_end[a:b].ravel()),
             "injected_delay": self.injected[first:end].ravel(),

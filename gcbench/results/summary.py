@@ -97,16 +97,25 @@ class RunningSummary:
 
     def add(self, iterations: pd.DataFrame) -> None:
         """Rows of the iterations table (one task's, or any number of tasks' in the table's order)."""
-        self.rows += len(iterations)
-        self.variants.update(dict.fromkeys(iterations["variant"].unique()))  # (in order of appearance)
         read = [c for c in READ if c in iterations.columns]
-        for key, group in iterations.groupby(["point", "variant"], sort=False):
-            if key not in self.parts:
-                self.parts[key] = []
-                self.sweep_values[key] = {c: group[c].iloc[0] for c in self.sweep_columns}
-            part = group[read].reset_index(drop=True)
-            part["k_results"] = (group["stop"] == "k_results").to_numpy()
-            self.parts[key].append(part)
+        for (point, variant), group in iterations.groupby(["point", "variant"], sort=False):
+            values = {c: group[c].iloc[0] for c in self.sweep_columns}
+            self._add(point, variant, values, {c: group[c].to_numpy() for c in read}, group["stop"].to_numpy())
+
+    def add_task(self, keys: dict, columns: dict[str, np.ndarray]) -> None:
+        """One task's iterations: its identity ``keys`` (one value each) and its columns, as a task writes them."""
+        values = {c: keys[c] for c in self.sweep_columns}
+        read = {c: columns[c] if c in columns else np.repeat(keys[c], len(columns["stop"])) for c in READ
+                if c in columns or c in keys}  # fmt: skip
+        self._add(keys["point"], keys["variant"], values, read, columns["stop"])
+
+    def _add(self, point, variant: str, values: dict, read: dict[str, np.ndarray], stop: np.ndarray) -> None:
+        key = (point, variant)
+        if key not in self.parts:
+            self.parts[key], self.sweep_values[key] = [], values
+            self.variants.setdefault(variant)
+        self.parts[key].append(pd.DataFrame({**read, "k_results": stop == "k_results"}))
+        self.rows += len(stop)
 
     def summary(self, target: float | None = None) -> pd.DataFrame:
         rows = []

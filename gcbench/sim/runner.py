@@ -54,8 +54,11 @@ class Tables:
     with_workers: bool
 
 
-def run_task(point: SweepPoint, index: int, task: Task, tables: Tables, writer: ResultsWriter) -> pa.Table:
-    """Simulate one variant at one sweep point with one seed into ``writer``; returns its iterations table.
+def run_task(
+    point: SweepPoint, index: int, task: Task, tables: Tables, writer: ResultsWriter
+) -> tuple[dict, dict[str, np.ndarray]]:
+    """Simulate one variant at one sweep point with one seed into ``writer``; returns its identity and its
+    iterations table's columns.
 
     The vectorised engine hands over the workers rows a chunk at a time as they are final; the event engine
     keeps them all (one task's) and they are written a chunk at a time after it.
@@ -81,9 +84,9 @@ def run_task(point: SweepPoint, index: int, task: Task, tables: Tables, writer: 
         rec = simulate_with(engine, scenario, variant, scheme, task.seed)
         for first, end in chunks(rec.iterations, rec.n, CHUNK_ELEMENTS) if tables.with_workers else ():
             emit(rec, first, end)
-    iterations = arrow_table(rec.iteration_columns(tables.trained), keys, tables.kinds, encoded=ENCODED)
-    writer.iterations(iterations)
-    return iterations
+    columns = rec.iteration_columns(tables.trained, stop_text=False)
+    writer.iterations(arrow_table(columns, keys, tables.kinds, encoded=ENCODED))
+    return keys, columns
 
 
 def run_part(point: SweepPoint, index: int, task: Task, tables: Tables, folder: Path) -> Path:
@@ -120,7 +123,7 @@ def stream_points(
     try:
         if _jobs(points, tasks, jobs, trains) <= 1 or len(tasks) == 1:
             for done, (i, task) in enumerate(tasks, start=1):
-                running.add(_plain(run_task(points[i], i, task, tables, writer)))
+                running.add_task(*run_task(points[i], i, task, tables, writer))
                 if progress:
                     progress(done)
         else:
