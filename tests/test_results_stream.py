@@ -148,7 +148,8 @@ def test_a_failed_run_leaves_no_folder_and_no_partial_file(tmp_path):
 def test_the_vectorised_engine_keeps_one_window_of_worker_times_and_emits_every_row_once(monkeypatch):
     from gcbench.scenario.build import scheme_for
     from gcbench.sim.synchronous import simulate_synchronous
-    from tests.simhelpers import scenario
+
+    from simhelpers import scenario
 
     monkeypatch.setattr("gcbench.sim.synchronous.BLOCK_ELEMENTS", 6 * 4)
     monkeypatch.setattr("gcbench.sim.synchronous.CHUNK_ELEMENTS", 6 * 10)

@@ -1,7 +1,10 @@
-"""Run every (sweep point, variant, seed) of a scenario and gather the results tables.
+"""Run every (sweep point, variant, seed) of a scenario, streaming its results tables to Parquet.
 
+Each task's tables go to the files as it finishes (gcbench/results/stream.py),
+so memory holds one task, not the run; the summary is gathered as they go.
 Tasks are independent and each is seeded only by its seed, so running them in
-parallel processes gives the same numbers, bit for bit, as running them in turn.
+parallel processes gives the same numbers, bit for bit, as running them in turn
+(their parts are appended in task order).
 A scenario that trains in the simulator gets the loss and accuracy columns. Its
 tasks run in turn unless ``jobs`` says otherwise: measured on the two shared
 cores, two processes took longer than one (each imports torch and builds the
@@ -54,7 +57,7 @@ class Tables:
     with_workers: bool
 
 
-def run_task(
+def write_task(
     point: SweepPoint, index: int, task: Task, tables: Tables, writer: ResultsWriter
 ) -> tuple[dict, dict[str, np.ndarray]]:
     """Simulate one variant at one sweep point with one seed into ``writer``; returns its identity and its
@@ -89,11 +92,30 @@ def run_task(
     return keys, columns
 
 
+def run_task(
+    point: SweepPoint, index: int, task: Task, with_workers: bool
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    """One task's tables as columns, as ``write_task`` streams them to Parquet and pandas reads them back
+    (tests compare engines with it)."""
+    with tempfile.TemporaryDirectory(prefix="gcbench-") as folder:
+        writer = ResultsWriter(Path(folder), with_workers)
+        tables = Tables(value_types([point.values]), point.scenario.training.in_simulator, with_workers)
+        try:
+            write_task(point, index, task, tables, writer)
+        except BaseException:
+            writer.abort()
+            raise
+        writer.close()
+        frames = [pd.read_parquet(Path(folder) / f"{name}.parquet") for name in writer.files]
+    columns = [{name: frame[name].to_numpy() for name in frame.columns} for frame in frames]
+    return columns[0], columns[1] if with_workers else None
+
+
 def run_part(point: SweepPoint, index: int, task: Task, tables: Tables, folder: Path) -> Path:
-    """``run_task`` in another process, into a part of its own for the parent to append."""
+    """``write_task`` in another process, into a part of its own for the parent to append."""
     writer = part_writer(folder, tables.with_workers)
     try:
-        run_task(point, index, task, tables, writer)
+        write_task(point, index, task, tables, writer)
     except BaseException:
         writer.abort()
         raise
@@ -123,7 +145,7 @@ def stream_points(
     try:
         if _jobs(points, tasks, jobs, trains) <= 1 or len(tasks) == 1:
             for done, (i, task) in enumerate(tasks, start=1):
-                running.add_task(*run_task(points[i], i, task, tables, writer))
+                running.add_task(*write_task(points[i], i, task, tables, writer))
                 if progress:
                     progress(done)
         else:
