@@ -181,3 +181,23 @@ def test_simulate_that_cannot_finish_leaves_no_results_folder(tmp_path):
     result = CliRunner().invoke(app, ["simulate", str(path), "--out", str(tmp_path / "run")])
     assert result.exit_code == 2 and "can never finish" in result.output
     assert not (tmp_path / "run").exists()
+
+
+def test_a_checkpoints_row_dicts_restore_the_recorder_real_runs_keep_every_row():
+    from gcbench.results.recorder import RunRecorder
+    from gcbench.results.rows import restore, row_dicts, table_columns
+    from gcbench.scenario.build import scheme_for
+    from gcbench.sim.synchronous import simulate_synchronous
+
+    from simhelpers import scenario
+
+    sc = scenario(iterations=30, failures={"model": "crash", "probability": 0.05, "downtime": 0.5})
+    v = sc.variants[0]
+    rec, loads = simulate_synchronous(sc, v, scheme_for(sc, v), 0), np.ones(6, dtype=int)
+    rows, workers = row_dicts(rec, loads, 20)
+    back = RunRecorder(30, 6)
+    restore(back, rows, workers)
+    before, after = table_columns(rec, {}, loads, 20, trained=True), table_columns(back, {}, loads, 20, trained=True)
+    for table in (0, 1):
+        for name, values in before[table].items():
+            np.testing.assert_array_equal(after[table][name], values, err_msg=name)
