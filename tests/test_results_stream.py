@@ -201,3 +201,26 @@ def test_a_checkpoints_row_dicts_restore_the_recorder_real_runs_keep_every_row()
     for table in (0, 1):
         for name, values in before[table].items():
             np.testing.assert_array_equal(after[table][name], values, err_msg=name)
+
+
+@pytest.mark.slow
+def test_gcbench_plot_draws_the_same_bytes_from_streamed_tables_as_from_the_earlier_ones(tmp_path):
+    import shutil
+
+    from gcbench.plot.make import plot_runs
+    from gcbench.results.metadata import run_metadata
+    from gcbench.results.store import write_metadata
+
+    points = points_of(tmp_path, "blocks")
+    old, new = tmp_path / "old" / "blocks", tmp_path / "new" / "blocks"
+    stream_points(points, new, jobs=1)
+    write_metadata(new, run_metadata("sim", tmp_path / "blocks.yaml", points, {"backend": "simulator"}))
+    old.mkdir(parents=True)
+    for table in ("iterations", "workers"):
+        shutil.copy(GOLDEN / f"stream_blocks_{table}.parquet", old / f"{table}.parquet")
+    shutil.copy(new / "run.json", old / "run.json")
+    drawn = {}
+    for name, folder in (("old", old), ("new", new)):
+        _, written = plot_runs([folder], tmp_path / name / "figures", formats=("png",))
+        drawn[name] = {path.name: path.read_bytes() for item in written for path in item.files}
+    assert len(drawn["new"]) >= 5 and drawn["new"] == drawn["old"]
