@@ -224,3 +224,19 @@ def test_gcbench_plot_draws_the_same_bytes_from_streamed_tables_as_from_the_earl
         _, written = plot_runs([folder], tmp_path / name / "figures", formats=("png",))
         drawn[name] = {path.name: path.read_bytes() for item in written for path in item.files}
     assert len(drawn["new"]) >= 5 and drawn["new"] == drawn["old"]
+
+
+def test_an_error_in_the_writer_thread_is_raised_and_leaves_no_file(tmp_path):
+    import pyarrow as pa
+
+    from gcbench.results.arrow import arrow_table
+    from gcbench.results.schema import ITERATION_COLUMNS
+    from gcbench.results.stream import ResultsWriter
+
+    columns = {name: np.zeros(3) for name in ITERATION_COLUMNS if name not in ("variant", "seed")}
+    writer = ResultsWriter(tmp_path, with_workers=False)
+    writer.iterations(arrow_table(columns, {"variant": "a", "seed": 0}))
+    writer.iterations(arrow_table(columns, {"variant": "a", "seed": "not a seed"}))  # cannot be cast: fails there
+    with pytest.raises(pa.ArrowInvalid):
+        writer.close()
+    assert list(tmp_path.iterdir()) == []

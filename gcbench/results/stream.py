@@ -83,8 +83,8 @@ class Background:
     def __init__(self) -> None:
         self.calls: queue.Queue[Callable[[], None] | None] = queue.Queue(maxsize=1)
         self.error: BaseException | None = None
+        # started by the first call: a run's task processes are forked before it (no thread to fork with)
         self.thread = threading.Thread(target=self._run, name="gcbench-parquet-writer", daemon=True)
-        self.thread.start()
 
     def _run(self) -> None:
         while (call := self.calls.get()) is not None:
@@ -96,6 +96,8 @@ class Background:
 
     def call(self, call: Callable[[], None]) -> None:
         self._raise()
+        if not self.thread.is_alive() and self.thread.ident is None:
+            self.thread.start()
         self.calls.put(call)
 
     def finish(self) -> None:
