@@ -240,3 +240,14 @@ def test_an_error_in_the_writer_thread_is_raised_and_leaves_no_file(tmp_path):
     with pytest.raises(pa.ArrowInvalid):
         writer.close()
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_without_the_workers_table_the_iterations_are_the_same(tmp_path, name):
+    stream_points(points_of(tmp_path, name), tmp_path / "run", jobs=1, with_workers=False)
+    assert not (tmp_path / "run" / "workers.parquet").exists()
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "run" / "iterations.parquet"),
+        pd.read_parquet(GOLDEN / f"stream_{name}_iterations.parquet"),
+        check_exact=True,
+    )
