@@ -8,29 +8,37 @@
   policies (the event engine: the one master on the SimPy cluster; benchmarks/event_engine.py
   measures it against SimPy itself). A worker-iteration is one row of the workers table
   (iterations x n); for asynchronous policies the delivered results per second
-  are printed too, since an update there uses k results, not n.
+  are printed too, since an update there uses k results, not n;
+- end to end: what `gcbench simulate` does once the scenario is loaded (every task simulated,
+  its iterations and workers tables streamed to Parquet, the summary), in a temporary folder.
 
 Targets (issue #3): synchronous i.i.d. at n = 100 >= 1/10 of the reference;
-event-driven variants >= 300k worker-iterations/s.
+event-driven variants >= 300k worker-iterations/s. Issue 13: end to end with the
+workers table >= 1/5 of the reference at n = 12, 100, 1000.
 
 ``--clock cpu`` times with the process's CPU time instead of the wall clock: on a
 machine shared with other jobs, time spent waiting for a core is then not counted
 (numpy and SimPy run on one thread here, so on an idle machine both clocks agree).
 
-    python benchmarks/sim_benchmark.py [--seconds 0.5] [--clock wall|cpu]
+    python benchmarks/sim_benchmark.py [--seconds 0.5] [--clock wall|cpu] [--end-to-end]
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import simpy
 
 from gcbench.scenario.build import scheme_for
+from gcbench.scenario.loading import SweepPoint
 from gcbench.scenario.schema import Scenario
 from gcbench.sim.asynchronous import simulate_asynchronous
+from gcbench.sim.runner import stream_points
 from gcbench.sim.synchronous import simulate_synchronous
 
 COMPUTE = {"per_partition": {"distribution": "shifted_exponential", "shift": 0.1, "rate": 10.0}}
@@ -98,10 +106,30 @@ def gcbench_run(n: int, iterations: int, variant: dict, **fields):
     return lambda: engine(scenario, v, scheme, 0)
 
 
+STRAGGLERS = {"model": "independent", "probability": 0.1, "slowdown": 5.0}
+END_TO_END = [("decodable, fr, stragglers", {"scheme": "fr", "s": 3}, {"straggling": STRAGGLERS})]
+
+
+def end_to_end(n: int, iterations: int, variant: dict, **fields):
+    """`gcbench simulate` after loading: the tasks streamed to Parquet with the workers table, then the summary."""
+    data = {"name": "bench", "workers": n, "iterations": iterations, "compute": COMPUTE, "variants": [variant]}
+    points = [SweepPoint({}, Scenario.model_validate({**data, **fields}))]
+
+    def run():
+        folder = Path(tempfile.mkdtemp(prefix="gcbench-bench-"))
+        try:
+            stream_points(points, folder / "run", jobs=1, with_workers=True).summary()
+        finally:
+            shutil.rmtree(folder)
+
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=0.5, help="time budget per measurement")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall", help="wall clock or process CPU time")
+    parser.add_argument("--end-to-end", action="store_true", help="only the reference and the end-to-end cases")
     args = parser.parse_args()
     use_clock(args.clock)
     print(f"worker-iterations per second (best of repeats, {args.clock} clock); ratio = gcbench / NumPy reference")
@@ -111,9 +139,10 @@ def main() -> None:
         work = iterations * n
         ref = rate(reference(n, iterations, n), work, args.seconds)
         print(f"{n:>5} {'NumPy order statistics (reference)':<34} {ref:>12,.0f} {1:>7.2f}")
-        naive_iterations = max(20, 100_000 // n)
-        naive = rate(naive_simpy(n, naive_iterations), naive_iterations * n, args.seconds)
-        print(f"{n:>5} {'naive SimPy, process per worker':<34} {naive:>12,.0f} {naive / ref:>7.3f}")
+        if not args.end_to_end:
+            naive_iterations = max(20, 100_000 // n)
+            naive = rate(naive_simpy(n, naive_iterations), naive_iterations * n, args.seconds)
+            print(f"{n:>5} {'naive SimPy, process per worker':<34} {naive:>12,.0f} {naive / ref:>7.3f}")
         s = n // 4
         cases = [
             ("wait_all, uncoded", {"scheme": "uncoded", "policy": "wait_all"}, {}),
@@ -123,16 +152,19 @@ def main() -> None:
             ("crashes (stepped), fr", {"scheme": "fr", "s": 3}, {"failures": _crashes()}),
             ("shared link, uncoded", {"scheme": "uncoded"}, {"network": _link()}),
         ]
-        for label, variant, fields in cases:
+        for label, variant, fields in [] if args.end_to_end else cases:
             its = iterations if "stepped" not in label else max(100, iterations // 20)
             measured = rate(gcbench_run(n, its, variant, **fields), its * n, args.seconds)
             print(f"{n:>5} {label:<34} {measured:>12,.0f} {measured / ref:>7.3f}", flush=True)
+        for label, variant, fields in END_TO_END if args.end_to_end else cases[:3] + END_TO_END:
+            measured = rate(end_to_end(n, iterations, variant, **fields), work, args.seconds)
+            print(f"{n:>5} {'end to end, ' + label:<34} {measured:>12,.0f} {measured / ref:>7.3f}", flush=True)
         asynchronous = (
             ("k_async, k = n/2", {"name": "k_async", "k": n // 2}, n // 2),
             ("k_batch_async, k = n/2", {"name": "k_batch_async", "k": n // 2}, n // 2),
             ("async (k = 1)", "async", 1),
         )
-        for label, policy, k in asynchronous:
+        for label, policy, k in () if args.end_to_end else asynchronous:
             its = max(20, 200_000 // (n * k))
             measured = rate(gcbench_run(n, its, {"scheme": "uncoded", "policy": policy}), its * n, args.seconds)
             results = measured * k / n

@@ -13,11 +13,11 @@ from rich.table import Table
 
 from gcbench.errors import GcbenchError
 from gcbench.models.traces import TraceCleaning, cleaned_trace
-from gcbench.results import summarize, write_results
 from gcbench.results.metadata import new_run_directory, run_metadata
+from gcbench.results.store import write_metadata
 from gcbench.scenario import load_scenario
 from gcbench.scenario.loading import SweepPoint
-from gcbench.sim.runner import engines, simulate_points, task_count
+from gcbench.sim.runner import engines, stream_points, task_count
 
 RESULT_FILES = ("iterations.parquet", "workers.parquet", "run.json", "summary.csv")
 
@@ -72,19 +72,19 @@ def simulate_scenario(
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(f"simulating {scenario.name}", total=task_count(points))
-        iterations, workers = simulate_points(
-            points, jobs=jobs, with_workers=with_workers, progress=lambda done: bar.update(task, completed=done)
+        running = stream_points(  # the tables go to disk as each task finishes
+            points, out, jobs=jobs, with_workers=with_workers, progress=lambda done: bar.update(task, completed=done)
         )
     sweep_columns = list(points[0].values)
-    summary = summarize(iterations, sweep_columns, scenario.training.target_accuracy)
+    summary = running.summary(scenario.training.target_accuracy)
     elapsed = time.perf_counter() - began
     extra = {"backend": "simulator", "engines": chosen, "wall_seconds": round(elapsed, 3), **trace_cleaning(points)}
-    write_results(out, iterations, workers, run_metadata("sim", path, points, extra))
+    write_metadata(out, run_metadata("sim", path, points, extra))
     summary.to_csv(out / "summary.csv", index=False)
     print_summary(summary, sweep_columns, console)
     print_trace_cleaning(points, console)
     console.print(engine_sentence(chosen))
-    console.print(f"results: {out}  ({len(iterations)} iterations simulated in {elapsed:.1f} s)")
+    console.print(f"results: {out}  ({running.rows} iterations simulated in {elapsed:.1f} s)")
     return out, summary
 
 

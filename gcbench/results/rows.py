@@ -3,7 +3,8 @@
 A run's identity columns (variant, scheme, s, m, policy, point, sweep values,
 seed) repeat on its every row; the rest come from its ``RunRecorder``. A real
 run's checkpoint keeps its rows as plain dicts (``row_dicts``), and a resumed
-run puts them back into its recorder (``restore``).
+run puts them back into its recorder (``restore``). The simulator streams its
+tables as columns (``worker_keys``, ``chunks``; gcbench/results/stream.py).
 """
 
 from __future__ import annotations
@@ -41,6 +42,17 @@ def table_columns(
     columns = rec.worker_columns(loads, done)
     rows = len(columns["worker"])
     return iterations, {**{k: np.repeat(keys[k], rows) for k in WORKER_IDENTITY if k in keys}, **columns}
+
+
+def worker_keys(keys: dict[str, Any]) -> dict[str, Any]:
+    """The identity columns the workers table repeats."""
+    return {k: keys[k] for k in WORKER_IDENTITY if k in keys}
+
+
+def chunks(iterations: int, n: int, elements: int) -> list[tuple[int, int]]:
+    """(first, end) iteration ranges of about ``elements`` worker rows each."""
+    rows = max(1, elements // n)
+    return [(first, min(first + rows, iterations)) for first in range(0, iterations, rows)]
 
 
 def row_dicts(rec: RunRecorder, loads: np.ndarray, done: int) -> tuple[list[dict], list[dict]]:

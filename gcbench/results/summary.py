@@ -72,38 +72,87 @@ def summarize(
     iterations: pd.DataFrame, sweep_columns: list[str] | None = None, target: float | None = None
 ) -> pd.DataFrame:
     """One row per (sweep point, variant), variants in their first-seen order; ``target``: a test accuracy."""
-    rows = []
-    order = list(dict.fromkeys(iterations["variant"]))
-    for point, at_point in iterations.groupby("point", sort=True):
-        baseline, baseline_async = None, None
-        for variant in order:
-            frame = at_point[at_point["variant"] == variant]
-            if frame.empty:
-                continue
-            mean = frame["duration"].mean()
-            asynchronous = bool((frame["stop"] == "k_results").all())
-            if baseline is None:
-                baseline, baseline_async = mean, asynchronous
-            comparable = asynchronous == baseline_async
-            low, high = mean_confidence_interval(frame)
-            row = {"point": point, "variant": variant}
-            row.update({c: frame[c].iloc[0] for c in sweep_columns or []})
-            row.update(
-                mean=mean,
-                ci_low=low,
-                ci_high=high,
-                p50=frame["duration"].quantile(0.5),
-                p99=frame["duration"].quantile(0.99),
-                speedup=baseline / mean if mean > 0 and comparable else np.nan,
-                exact_share=frame["exact"].mean(),
-                staleness=frame["staleness"].mean(),
-                iterations=len(frame),
-                ci_from=interval_source(frame),
-            )
-            if "loss" in frame.columns:
-                row.update(training_columns(frame, target))
-            rows.append(row)
-    return pd.DataFrame(rows)
+    running = RunningSummary(sweep_columns)
+    running.add(iterations)
+    return running.summary(target)
+
+
+READ = ("seed", "iteration", "duration", "exact", "staleness", "end", "loss", "accuracy")  # what the summary reads
+
+
+class RunningSummary:
+    """The summary's inputs, gathered as tasks finish: per (point, variant), the iterations table's durations,
+    flags and (runs that train) loss and accuracy, in the order they came; never the tables themselves.
+
+    The quantiles need every duration, so those are kept (tens of bytes an iteration, against the workers
+    table's n rows an iteration); ``summary`` then gives what ``summarize`` gives on the whole table.
+    """
+
+    def __init__(self, sweep_columns: list[str] | None = None) -> None:
+        self.sweep_columns = list(sweep_columns or [])
+        self.parts: dict[tuple, list[pd.DataFrame]] = {}
+        self.sweep_values: dict[tuple, dict] = {}
+        self.variants: dict[str, None] = {}  # first-seen order
+        self.rows = 0
+
+    def add(self, iterations: pd.DataFrame) -> None:
+        """Rows of the iterations table (one task's, or any number of tasks' in the table's order)."""
+        read = [c for c in READ if c in iterations.columns]
+        for (point, variant), group in iterations.groupby(["point", "variant"], sort=False):
+            values = {c: group[c].iloc[0] for c in self.sweep_columns}
+            self._add(point, variant, values, {c: group[c].to_numpy() for c in read}, group["stop"].to_numpy())
+
+    def add_task(self, keys: dict, columns: dict[str, np.ndarray]) -> None:
+        """One task's iterations: its identity ``keys`` (one value each) and its columns, as a task writes them."""
+        values = {c: keys[c] for c in self.sweep_columns}
+        read = {c: columns[c] if c in columns else np.repeat(keys[c], len(columns["stop"])) for c in READ
+                if c in columns or c in keys}  # fmt: skip
+        self._add(keys["point"], keys["variant"], values, read, columns["stop"])
+
+    def _add(self, point, variant: str, values: dict, read: dict[str, np.ndarray], stop: np.ndarray) -> None:
+        key = (point, variant)
+        if key not in self.parts:
+            self.parts[key], self.sweep_values[key] = [], values
+            self.variants.setdefault(variant)
+        self.parts[key].append(pd.DataFrame({**read, "k_results": stop == "k_results"}))
+        self.rows += len(stop)
+
+    def summary(self, target: float | None = None) -> pd.DataFrame:
+        rows = []
+        for point in sorted({point for point, _ in self.parts}):
+            baseline, baseline_async = None, None
+            for variant in self.variants:
+                parts = self.parts.get((point, variant))
+                if not parts:
+                    continue
+                frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+                mean, asynchronous = frame["duration"].mean(), bool(frame["k_results"].all())
+                if baseline is None:
+                    baseline, baseline_async = mean, asynchronous
+                speedup = baseline / mean if mean > 0 and asynchronous == baseline_async else np.nan
+                row = {"point": point, "variant": variant, **self.sweep_values[(point, variant)]}
+                rows.append({**row, **variant_columns(frame, mean, speedup, target)})
+        return pd.DataFrame(rows)
+
+
+def variant_columns(frame: pd.DataFrame, mean: float, speedup: float, target: float | None) -> dict:
+    """The summary's columns of one variant at one point, from its iterations (``frame``)."""
+    low, high = mean_confidence_interval(frame)
+    row = {
+        "mean": mean,
+        "ci_low": low,
+        "ci_high": high,
+        "p50": frame["duration"].quantile(0.5),
+        "p99": frame["duration"].quantile(0.99),
+        "speedup": speedup,
+        "exact_share": frame["exact"].mean(),
+        "staleness": frame["staleness"].mean(),
+        "iterations": len(frame),
+        "ci_from": interval_source(frame),
+    }
+    if "loss" in frame.columns:
+        row.update(training_columns(frame, target))
+    return row
 
 
 def training_columns(frame: pd.DataFrame, target: float | None) -> dict[str, float | int]:

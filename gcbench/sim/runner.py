@@ -1,7 +1,10 @@
-"""Run every (sweep point, variant, seed) of a scenario and gather the results tables.
+"""Run every (sweep point, variant, seed) of a scenario, streaming its results tables to Parquet.
 
+Each task's tables go to the files as it finishes (gcbench/results/stream.py),
+so memory holds one task, not the run; the summary is gathered as they go.
 Tasks are independent and each is seeded only by its seed, so running them in
-parallel processes gives the same numbers, bit for bit, as running them in turn.
+parallel processes gives the same numbers, bit for bit, as running them in turn
+(their parts are appended in task order).
 A scenario that trains in the simulator gets the loss and accuracy columns. Its
 tasks run in turn unless ``jobs`` says otherwise: measured on the two shared
 cores, two processes took longer than one (each imports torch and builds the
@@ -15,19 +18,27 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from gcbench.results.rows import identity, table_columns
+from gcbench.results.arrow import arrow_table, value_types
+from gcbench.results.rows import chunks, identity, worker_keys
+from gcbench.results.stream import ENCODED, ResultsWriter, part_writer
+from gcbench.results.summary import RunningSummary
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.loading import SweepPoint
 
 PARALLEL_THRESHOLD = 2_000_000  # worker-iterations below which process start-up costs more than it saves
+CHUNK_ELEMENTS = 1 << 20  # worker rows per row group of the workers table, for engines that keep every row
 
 
 @dataclass(frozen=True)
@@ -37,19 +48,149 @@ class Task:
     seed: int
 
 
-def run_task(point: SweepPoint, index: int, task: Task, with_workers: bool) -> tuple[dict, dict | None]:
-    """Simulate one variant at one sweep point with one seed; return column dicts of both tables."""
+@dataclass(frozen=True)
+class Tables:
+    """What every task's tables share: the sweep values' Arrow types and whether to add loss and accuracy."""
+
+    kinds: dict[str, pa.DataType]
+    trained: bool
+    with_workers: bool
+
+
+def write_task(
+    point: SweepPoint, index: int, task: Task, tables: Tables, writer: ResultsWriter
+) -> tuple[dict, dict[str, np.ndarray]]:
+    """Simulate one variant at one sweep point with one seed into ``writer``; returns its identity and its
+    iterations table's columns.
+
+    The vectorised engine hands over the workers rows a chunk at a time as they are final; the event engine
+    keeps them all (one task's) and they are written a chunk at a time after it.
+    """
     from gcbench.sim.event import engine_for, simulate_with
+    from gcbench.sim.synchronous import simulate_synchronous
 
     scenario = point.scenario
     variant = scenario.variants[task.variant]
     scheme = scheme_for(scenario, variant)
-    rec = simulate_with(engine_for(scenario, variant), scenario, variant, scheme, task.seed)
     keys = identity(variant.display_label(), variant.scheme, variant.s, scheme.m, variant.policy.name, task.seed,
                     point=index, values=point.values)  # fmt: skip
-    loads = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)]) if with_workers else None
-    iterations, workers = table_columns(rec, keys, loads, trained=scenario.training.in_simulator)
-    return iterations, workers
+    loads = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)])
+    repeated = worker_keys(keys)
+
+    def emit(rec, first: int, end: int) -> None:
+        writer.workers(arrow_table(rec.worker_rows(loads, first, end), repeated, tables.kinds))
+
+    engine = engine_for(scenario, variant)
+    if engine == "vectorised":
+        # (without the table its rows are dropped as they come: the per-worker times never fill memory)
+        rec = simulate_synchronous(scenario, variant, scheme, task.seed, workers=emit if tables.with_workers else _drop)
+    else:
+        rec = simulate_with(engine, scenario, variant, scheme, task.seed)
+        for first, end in chunks(rec.iterations, rec.n, CHUNK_ELEMENTS) if tables.with_workers else ():
+            emit(rec, first, end)
+    columns = rec.iteration_columns(tables.trained, stop_text=False)
+    writer.iterations(arrow_table(columns, keys, tables.kinds, encoded=ENCODED))
+    return keys, columns
+
+
+def _drop(rec, first: int, end: int) -> None:
+    """Workers rows nobody writes (``--no-workers-table``)."""
+
+
+def run_task(
+    point: SweepPoint, index: int, task: Task, with_workers: bool
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    """One task's tables as columns, as ``write_task`` streams them to Parquet and pandas reads them back
+    (tests compare engines with it)."""
+    with tempfile.TemporaryDirectory(prefix="gcbench-") as folder:
+        writer = ResultsWriter(Path(folder), with_workers)
+        tables = Tables(value_types([point.values]), point.scenario.training.in_simulator, with_workers)
+        try:
+            write_task(point, index, task, tables, writer)
+        except BaseException:
+            writer.abort()
+            raise
+        writer.close()
+        frames = [pd.read_parquet(Path(folder) / f"{name}.parquet") for name in writer.files]
+    columns = [{name: frame[name].to_numpy() for name in frame.columns} for frame in frames]
+    return columns[0], columns[1] if with_workers else None
+
+
+def run_part(point: SweepPoint, index: int, task: Task, tables: Tables, folder: Path) -> Path:
+    """``write_task`` in another process, into a part of its own for the parent to append."""
+    writer = part_writer(folder, tables.with_workers)
+    try:
+        write_task(point, index, task, tables, writer)
+    except BaseException:
+        writer.abort()
+        raise
+    writer.close()
+    return folder
+
+
+def stream_points(
+    points: list[SweepPoint],
+    out: Path,
+    jobs: int | None = None,
+    with_workers: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> RunningSummary:
+    """Every task of every sweep point, its tables written into ``out`` as it finishes (in task order);
+    returns what the summary needs. A run that fails leaves no table behind (nor ``out``, if it made it)."""
+    tasks = [
+        (i, Task(i, v, seed))
+        for i, point in enumerate(points)
+        for v in range(len(point.scenario.variants))
+        for seed in point.scenario.seeds
+    ]
+    trains = any(point.scenario.training.in_simulator for point in points)
+    tables = Tables(value_types(p.values for p in points), trains, with_workers)
+    made = not out.exists()
+    writer, running = ResultsWriter(out, with_workers), RunningSummary(list(points[0].values))
+    try:
+        if _jobs(points, tasks, jobs, trains) <= 1 or len(tasks) == 1:
+            for done, (i, task) in enumerate(tasks, start=1):
+                running.add_task(*write_task(points[i], i, task, tables, writer))
+                if progress:
+                    progress(done)
+        else:
+            _in_processes(points, tasks, tables, writer, running, _jobs(points, tasks, jobs, trains), progress)
+    except BaseException:
+        writer.abort()
+        if made:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    writer.close()
+    return running
+
+
+def _in_processes(points, tasks, tables: Tables, writer: ResultsWriter, running: RunningSummary, jobs, progress):
+    context = multiprocessing.get_context("spawn") if tables.trained and "torch" in sys.modules else None
+    with tempfile.TemporaryDirectory(prefix=".parts-", dir=writer.directory) as parts:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
+            futures = [
+                pool.submit(run_part, points[i], i, task, tables, Path(parts) / f"task{k}")
+                for k, (i, task) in enumerate(tasks)
+            ]
+            for done, future in enumerate(futures, start=1):
+                part = future.result()
+                running.add(_plain(writer.append_part(part)))
+                shutil.rmtree(part)
+                if progress:
+                    progress(done)
+
+
+def _jobs(points: list[SweepPoint], tasks: list, jobs: int | None, trains: bool) -> int:
+    if jobs is not None:
+        return jobs
+    size = sum(points[i].scenario.iterations * points[i].scenario.workers for i, _ in tasks)
+    return (os.cpu_count() or 1) if size >= PARALLEL_THRESHOLD and not trains else 1
+
+
+def _plain(table: pa.Table) -> pd.DataFrame:
+    """A table as pandas reads its file: dictionary-encoded columns as their values."""
+    columns = [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in table.columns]
+    return pa.table(columns, names=table.column_names).to_pandas()
 
 
 def simulate_points(
@@ -58,32 +199,12 @@ def simulate_points(
     with_workers: bool = True,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """All tasks of all sweep points; ``progress(done)`` is called as tasks finish."""
-    tasks = [
-        (i, Task(i, v, seed))
-        for i, point in enumerate(points)
-        for v in range(len(point.scenario.variants))
-        for seed in point.scenario.seeds
-    ]
-    size = sum(points[i].scenario.iterations * points[i].scenario.workers for i, _ in tasks)
-    trains = any(point.scenario.training.in_simulator for point in points)
-    jobs = jobs if jobs is not None else (os.cpu_count() or 1) if size >= PARALLEL_THRESHOLD and not trains else 1
-    results: list[tuple[dict, dict | None]] = []
-    if jobs <= 1 or len(tasks) == 1:
-        for done, (i, task) in enumerate(tasks, start=1):
-            results.append(run_task(points[i], i, task, with_workers))
-            if progress:
-                progress(done)
-    else:
-        context = multiprocessing.get_context("spawn") if trains and "torch" in sys.modules else None
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
-            futures = [pool.submit(run_task, points[i], i, task, with_workers) for i, task in tasks]
-            for done, future in enumerate(futures, start=1):
-                results.append(future.result())
-                if progress:
-                    progress(done)
-    iterations = pd.concat([pd.DataFrame(r[0]) for r in results], ignore_index=True)
-    workers = pd.concat([pd.DataFrame(r[1]) for r in results], ignore_index=True) if with_workers else None
+    """All tasks of all sweep points, as the frames pandas reads from their files (streamed to a temporary
+    folder: the tables a run writes, for tests and small studies held in memory)."""
+    with tempfile.TemporaryDirectory(prefix="gcbench-") as folder:
+        stream_points(points, Path(folder), jobs, with_workers, progress)
+        iterations = pd.read_parquet(Path(folder) / "iterations.parquet")
+        workers = pd.read_parquet(Path(folder) / "workers.parquet") if with_workers else None
     return iterations, workers
 
 

@@ -13,23 +13,37 @@ import numpy as np
 
 from gcbench.coding import Scheme
 from gcbench.master.outcome import SimulationStuck, decoding_quality, stuck_iteration
-from gcbench.results.recorder import RunRecorder
+from gcbench.results.recorder import Emit, RunRecorder
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 from gcbench.scenario.schema import Scenario, Variant
 
 __all__ = ["SimulationStuck", "decoding_quality", "simulate_synchronous"]
 
 BLOCK_ELEMENTS = 1 << 17  # a block of 1 MiB of float64 per (rows x n) array, small enough for a core's L2 cache
+CHUNK_ELEMENTS = 1 << 20  # worker rows per streamed chunk of the workers table (a Parquet row group)
 
 
-def simulate_synchronous(scenario: Scenario, variant: Variant, scheme: Scheme, seed: int) -> RunRecorder:
+def simulate_synchronous(
+    scenario: Scenario, variant: Variant, scheme: Scheme, seed: int, workers: Emit | None = None
+) -> RunRecorder:
+    """One (variant, seed); ``workers(rec, first, end)``, when given, takes the workers table's rows a chunk of
+    iterations at a time as they are final, and the recorder keeps per-worker times for one chunk only."""
     draws = draw_run(scenario, scheme, seed)
-    rec = RunRecorder(scenario.iterations, scenario.workers)
-    rec.straggling[:] = draws.straggling
-    rec.injected[:] = draws.injected
+    n = scenario.workers
+    window = max(1, CHUNK_ELEMENTS // n, BLOCK_ELEMENTS // n) if workers is not None else None
+    rec = RunRecorder(scenario.iterations, n, window=window, emit=workers)
+    rec.straggling, rec.injected = _shared(draws.straggling, bool, rec), _shared(draws.injected, float, rec)
     _Run(rec, draws, scenario, variant, scheme).simulate()
+    rec.flush()
     decoding_quality(rec, scheme)
     return rec
+
+
+def _shared(drawn: np.ndarray, dtype: type, rec: RunRecorder) -> np.ndarray:
+    """The draws' own array where it already has the table's dtype and shape (nothing changes it): no copy."""
+    if drawn.dtype == dtype and drawn.shape == (rec.iterations, rec.n):
+        return drawn
+    return np.broadcast_to(drawn, (rec.iterations, rec.n)).astype(dtype)
 
 
 class _Run:
@@ -74,11 +88,13 @@ class _Run:
         for first, end in blocks:
             arrivals = self._arrivals(first, end)  # (again: computed in the cache, cheaper than kept in memory)
             start = rec.start[first:end, None]
+            compute_start, compute_end, arrival = rec.times(first, end)
             # (out=: written straight into the tables, with no temporary to allocate and copy)
-            rec.compute_start[first:end] = start
-            np.add(start, self.busy[first:end], out=rec.compute_end[first:end])
-            np.add(start, arrivals, out=rec.arrival[first:end])
+            compute_start[:] = start
+            np.add(start, self.busy[first:end], out=compute_end)
+            np.add(start, arrivals, out=arrival)
             np.less_equal(arrivals, rec.duration[first:end, None], out=rec.used[first:end])
+            rec.rows_done(end)
         return float(ends[-1])
 
     def _arrivals(self, first: int, end: int) -> np.ndarray:
@@ -102,11 +118,13 @@ class _Run:
                 now, stop, first, begin, ready, arrivals, crashed, down_until, previous_down
             )
         rec.start[t], rec.end[t], rec.duration[t] = now, now + stop, stop
-        rec.compute_start[t], rec.compute_end[t] = begin, ready
-        rec.arrival[t] = now + arrivals
+        compute_start, compute_end, arrival = rec.times(t, t + 1)
+        compute_start[0], compute_end[0] = begin, ready
+        arrival[0] = now + arrivals
         rec.used[t] = arrivals <= stop
         rec.failed[t] = crashed | (down_until > now)
         rec.reason[t] = outcome.reason[0]
+        rec.rows_done(t + 1)
         now += stop
         finishing = self.scenario.stale_work == "finish" and np.isfinite(ready)
         free_at = np.where(finishing & ~rec.used[t], ready, now)
