@@ -1,0 +1,70 @@
+"""Ignore-straggler gradient coding: sum a largest set of responders whose partitions do not overlap."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from gcbench.coding._base import Layout, Scheme
+from gcbench.coding._supports import support_layout
+from gcbench.coding.cyclic_repetition import cyclic_support
+
+
+def disjoint_from(start: int, responders: Sequence[int], n: int, width: int) -> list[int]:
+    """Greedy non-overlapping arcs [i, i + width) on the n-cycle, beginning with ``start``.
+
+    Cutting the cycle at ``start`` leaves an interval problem with equal lengths, where taking the
+    earliest arc that fits is optimal: this is a largest disjoint set containing ``start``.
+    """
+    chosen, end = [start], start + width
+    for worker in sorted((w - start) % n + start for w in responders if w != start):
+        if worker >= end and worker + width <= start + n:
+            chosen.append(worker % n)
+            end = worker + width
+    return chosen
+
+
+def largest_disjoint_sets(responders: Sequence[int], n: int, width: int) -> list[list[int]]:
+    """The greedy set from every responder, kept where it is largest (rotating the responders rotates them)."""
+    found = [disjoint_from(start, responders, n, width) for start in responders]
+    most = max(len(chosen) for chosen in found)
+    return [chosen for chosen in found if len(chosen) == most]
+
+
+class IgnoreStragglerGC(Scheme):
+    """Worker i holds partitions i..i+s (mod n) and sends their sum; the master keeps responders that do not overlap.
+
+    - tolerates: any s (approximate: partitions outside the chosen responders are lost)
+    - load: s + 1 partitions per worker
+    - upload: 1 gradient per worker
+    - decoding: a largest set of responders with disjoint partitions, scaled by k / (partitions covered),
+      averaged over the largest sets found from each responder; unbiased under cyclically symmetric straggling
+    - reference: ignore-straggler gradient coding (the IS-GC decoder), over Tandon et al.'s cyclic assignment
+    """
+
+    name = "is_gc"
+    reference = "ignore-straggler GC over the cyclic assignment"
+    exact = False
+    threshold_decodable = True
+    unbiased = True
+    facts = {
+        "tolerates": "any s (approximate)",
+        "load": "s + 1",
+        "upload": "1",
+        "decoding": "disjoint responders, rescaled",
+    }
+    hypothesis_max_n = 24
+
+    def _layout(self) -> Layout:
+        return support_layout(self.k, cyclic_support(self.n, self.s + 1))
+
+    def _weights(self, ids: tuple[int, ...], rows: np.ndarray) -> tuple[np.ndarray, None]:
+        workers = [int(self.message_owner[i]) for i in ids]
+        chosen = largest_disjoint_sets(workers, self.n, self.s + 1)
+        scale = self.k / ((self.s + 1) * len(chosen[0]) * len(chosen))
+        position = {w: i for i, w in enumerate(workers)}
+        weights = np.zeros((1, len(ids)))
+        for found in chosen:
+            weights[0, [position[w] for w in found]] += scale
+        return weights, None
