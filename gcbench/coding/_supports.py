@@ -21,4 +21,3 @@ def support_layout(k: int, supports: Sequence[Sequence[int]], value: float = 1.0
         row[0, list(support)] = value
         coefficients.append((row,))
     return Layout(tuple(tuple(int(j) for j in support) for support in supports), tuple(coefficients))
-
