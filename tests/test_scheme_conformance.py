@@ -20,7 +20,9 @@ from gcbench.testing import (
     check_decode_times,
     check_deterministic,
     check_float32_within_bound,
+    check_reported_variance,
     check_structural_matches_rank,
+    check_unbiased,
     check_unrecoverable_is_refused,
     partition_gradients,
     valid_parameter_sets,
@@ -134,3 +136,43 @@ def test_every_responder_set_for_tiny_n(name):
             for responders in all_subsets(n, n):
                 check_structural_matches_rank(scheme, responders)
                 check_unrecoverable_is_refused(scheme, responders, grads)
+
+
+UNBIASED = [name for name in SCHEMES if scheme_class(name).unbiased]
+REPORTS_VARIANCE = [name for name in SCHEMES if hasattr(scheme_class(name), "error_variance")]
+
+
+@pytest.mark.parametrize("name", UNBIASED)
+def test_unbiased_over_every_straggler_set_where_claimed(name):
+    """Exhaustive for n <= 8: every accepted (s, parameters), every set of s stragglers."""
+    for n in range(1, 9):
+        for s, params in valid_parameter_sets(name, n):
+            scheme = build(name, n, s, params)
+            if scheme is not None:
+                check_unbiased(scheme)
+
+
+@pytest.mark.parametrize("name", UNBIASED)
+def test_unbiased_statistically_at_larger_n_where_claimed(name):
+    """n = 30, s = 9: 2,000 seeded draws of the straggler set, within 5 standard errors per coefficient."""
+    check_unbiased(make_scheme(name, n=30, s=9), samples=2000, seed=3)
+
+
+@pytest.mark.parametrize("name", REPORTS_VARIANCE)
+@pytest.mark.parametrize(("n", "s", "d"), [(12, 3, 2), (20, 5, 3), (9, 1, 4)])
+def test_reported_variance_is_the_error_under_random_stragglers(name, n, s, d):
+    check_reported_variance(make_scheme(name, n=n, s=s, d=d), samples=4000, seed=n)
+
+
+def test_the_unbiasedness_check_catches_a_biased_decoder():
+    with pytest.raises(AssertionError, match="over every straggler set"):
+        check_unbiased(make_scheme("frc", n=6, s=2, d=2))  # a lost group stays lost: biased low
+    with pytest.raises(AssertionError, match="standard errors from zero"):
+        check_unbiased(make_scheme("frc", n=30, s=10, d=3), samples=2000, seed=3)
+
+
+def test_the_variance_check_catches_a_wrong_report(monkeypatch):
+    scheme = make_scheme("sgc", n=12, s=3, d=2)
+    monkeypatch.setattr(scheme, "error_variance", lambda: 1.1 * type(scheme).error_variance(scheme))
+    with pytest.raises(AssertionError, match="mean squared residual"):
+        check_reported_variance(scheme, samples=4000, seed=12)
