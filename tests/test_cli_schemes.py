@@ -54,7 +54,7 @@ def test_unknown_scheme_exits_2_from_the_installed_command():
     assert done.returncode == 2
     assert done.stderr.strip() == (
         "error: Unknown scheme 'nope'; available: uncoded, ignore_stragglers, fr, cr, cyclic_mds, cce_cr, cce_fr, "
-        "is_gc, frc, bgc, expander, sgc, bcc."
+        "is_gc, frc, bgc, expander, sgc, bcc, heterogeneous."
     )
 
 
@@ -72,7 +72,8 @@ def test_help_lists_the_parameters_the_registered_schemes_declare():
     assert result.exit_code == 0
     assert (
         "--seed: cr, bgc, expander, bcc (default 0); --m: cce_cr, cce_fr (default 2); --d: frc, bgc, sgc "
-        "(default 2); --d: expander (default 4); --decoder: expander (default optimal); --b: bcc (default 2)."
+        "(default 2); --d: expander (default 4); --decoder: expander (default optimal); --b: bcc (default 2); "
+        "--speeds: heterogeneous (default [])."
     ) in " ".join(result.output.split())
 
 

@@ -101,7 +101,7 @@ def test_declared_structure_and_determinism(name, data):
 
 
 # seconds each (the approximate codes: every (d, s) of theirs): their every-set check runs in CI's full lane
-EXHAUSTIVE_SLOW = {"cce_cr", "cce_fr", "is_gc", "frc", "bgc", "expander", "sgc"}
+EXHAUSTIVE_SLOW = {"cce_cr", "cce_fr", "is_gc", "frc", "bgc", "expander", "sgc", "heterogeneous"}
 
 
 @pytest.mark.parametrize(

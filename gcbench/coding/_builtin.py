@@ -9,6 +9,7 @@ from gcbench.coding.cyclic_repetition import CyclicRepetition
 from gcbench.coding.expander import ExpanderCode
 from gcbench.coding.fractional_repetition import FractionalRepetition
 from gcbench.coding.frc import ApproximateFractionalRepetition
+from gcbench.coding.heterogeneous import HeterogeneousRepetition
 from gcbench.coding.ignore_stragglers import IgnoreStragglers
 from gcbench.coding.is_gc import IgnoreStragglerGC
 from gcbench.coding.sgc import StochasticGradientCoding
@@ -28,6 +29,7 @@ BUILTIN_SCHEMES = (
     ExpanderCode,
     StochasticGradientCoding,
     BatchedCouponCollector,
+    HeterogeneousRepetition,
 )
 
 for _cls in BUILTIN_SCHEMES:

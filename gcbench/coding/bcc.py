@@ -6,9 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from gcbench.coding._base import Layout, Scheme
 from gcbench.coding._errors import check_int
-from gcbench.coding._supports import support_layout
+from gcbench.coding._supports import BlockRepetition
 
 
 def random_batches(n: int, b: int, holders: int, seed: int) -> np.ndarray:
@@ -29,7 +28,7 @@ def random_batches(n: int, b: int, holders: int, seed: int) -> np.ndarray:
     return choice
 
 
-class BatchedCouponCollector(Scheme):
+class BatchedCouponCollector(BlockRepetition):
     """The partitions form b batches; each worker computes the sum of one random batch.
 
     - tolerates: any s stragglers (every batch keeps s + 1 workers; needs b(s+1) <= n); usually far more
@@ -61,17 +60,7 @@ class BatchedCouponCollector(Scheme):
         check_int(self.name, "b", self.params["b"], 1, self.n // (self.s + 1), why)
         check_int(self.name, "seed", self.params["seed"], 0, 2**63 - 1)
 
-    def _layout(self) -> Layout:
+    def _blocks(self) -> tuple[list[tuple[int, ...]], np.ndarray]:
         b = self.params["b"]
-        self.batches = [tuple(int(j) for j in batch) for batch in np.array_split(np.arange(self.k), b)]
-        self.batch_of = random_batches(self.n, b, self.s + 1, self.params["seed"])
-        return support_layout(self.k, [self.batches[c] for c in self.batch_of])
-
-    def _decodable_workers(self, workers: frozenset[int]) -> bool:
-        return len({int(self.batch_of[w]) for w in workers}) == len(self.batches)
-
-    def decode_times(self, arrivals: np.ndarray) -> np.ndarray:
-        """The latest over batches of the batch's first arrival (messages are indexed by worker)."""
-        arrivals = np.atleast_2d(np.asarray(arrivals, dtype=float))
-        firsts = [arrivals[:, self.batch_of == c].min(axis=1) for c in range(len(self.batches))]
-        return np.max(firsts, axis=0)
+        batches = [tuple(int(j) for j in batch) for batch in np.array_split(np.arange(self.k), b)]
+        return batches, random_batches(self.n, b, self.s + 1, self.params["seed"])
