@@ -33,12 +33,12 @@ class HeterogeneousRepetition(BlockRepetition):
     - load: about n (s+1) v_i / sum(v) partitions for worker i (its group's mean speed v)
     - upload: 1 gradient per worker
     - decoding: one message per group, summed (weights 0/1: perfectly conditioned)
-    - reference: heterogeneity-aware gradient coding (Wang, Guo, Tang, Li, Yuan, ICDCS 2019), here as
-      fractional repetition with speed-proportional blocks
+    - reference: Wang et al., "Heterogeneity-aware Gradient Coding for Straggler Tolerance", ICDCS 2019,
+      here as fractional repetition with speed-proportional blocks
     """
 
     name = "heterogeneous"
-    reference = "heterogeneity-aware GC (Wang et al., ICDCS 2019), FR form"
+    reference = "Wang et al., ICDCS 2019 (FR form)"
     facts = {
         "tolerates": "any s",
         "load": "∝ speed; n(s+1) in all",

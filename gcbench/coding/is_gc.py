@@ -40,11 +40,12 @@ class IgnoreStragglerGC(Scheme):
     - upload: 1 gradient per worker
     - decoding: a largest set of responders with disjoint partitions, scaled by k / (partitions covered),
       averaged over the largest sets found from each responder; unbiased under cyclically symmetric straggling
-    - reference: ignore-straggler gradient coding (the IS-GC decoder), over Tandon et al.'s cyclic assignment
+    - reference: "On Arbitrary Ignorance of Stragglers with Gradient Coding" (IS-GC; its cyclic form
+      IS-CR, code at github.com/IS-GC/IS-GC), over Tandon et al.'s cyclic assignment
     """
 
     name = "is_gc"
-    reference = "ignore-straggler GC over the cyclic assignment"
+    reference = "IS-GC, cyclic form (On Arbitrary Ignorance of Stragglers)"
     exact = False
     threshold_decodable = True
     unbiased = True
