@@ -15,7 +15,7 @@ from gcbench.coding import make_scheme
 
 runner = CliRunner()
 NEW_SCHEMES = [
-    {"scheme": "is_gc", "s": 2},
+    {"scheme": "is_gc", "s": 2, "d": 3},
     {"scheme": "frc", "s": 3, "d": 3},
     {"scheme": "bgc", "s": 3, "d": 2, "seed": 1},
     {"scheme": "expander", "s": 3, "d": 4},

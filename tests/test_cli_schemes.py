@@ -71,7 +71,7 @@ def test_help_lists_the_parameters_the_registered_schemes_declare():
     result = runner.invoke(app, ["schemes", "--help"])
     assert result.exit_code == 0
     assert (
-        "--seed: cr, bgc, expander, bcc (default 0); --m: cce_cr, cce_fr (default 2); --d: frc, bgc, sgc "
+        "--seed: cr, bgc, expander, bcc (default 0); --m: cce_cr, cce_fr (default 2); --d: is_gc, frc, bgc, sgc "
         "(default 2); --d: expander (default 4); --decoder: expander (default optimal); --b: bcc (default 2); "
         "--speeds: heterogeneous (default [])."
     ) in " ".join(result.output.split())

@@ -79,7 +79,7 @@ def test_is_gc_chooses_largest_sets_of_disjoint_responders():
 
 
 def test_is_gc_decodes_exactly_when_everyone_answers_even_if_groups_do_not_tile():
-    scheme = make_scheme("is_gc", n=7, s=2)  # arcs of 3 cannot tile 7 partitions
+    scheme = make_scheme("is_gc", n=7, s=2, d=3)  # arcs of 3 cannot tile 7 partitions
     assert scheme.decode_quality(range(7)) == (True, 0.0)
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from gcbench.coding._base import Layout, Scheme
+from gcbench.coding._errors import check_int
 from gcbench.coding._supports import support_layout
 from gcbench.coding.cyclic_repetition import cyclic_support
 
@@ -33,10 +35,10 @@ def largest_disjoint_sets(responders: Sequence[int], n: int, width: int) -> list
 
 
 class IgnoreStragglerGC(Scheme):
-    """Worker i holds partitions i..i+s (mod n) and sends their sum; the master keeps responders that do not overlap.
+    """Worker i holds partitions i..i+d-1 (mod n) and sends their sum; the master keeps responders that do not overlap.
 
     - tolerates: any s (approximate: partitions outside the chosen responders are lost)
-    - load: s + 1 partitions per worker
+    - load: d partitions per worker
     - upload: 1 gradient per worker
     - decoding: a largest set of responders with disjoint partitions, scaled by k / (partitions covered),
       averaged over the largest sets found from each responder; unbiased under cyclically symmetric straggling
@@ -51,19 +53,28 @@ class IgnoreStragglerGC(Scheme):
     unbiased = True
     facts = {
         "tolerates": "any s (approximate)",
-        "load": "s + 1",
+        "load": "d",
         "upload": "1",
         "decoding": "disjoint responders, rescaled",
     }
+    defaults = {"d": 2}
     hypothesis_max_n = 24
 
+    @classmethod
+    def valid_parameter_sets(cls, n: int) -> list[tuple[int, dict[str, Any]]]:
+        return [(s, {"d": d}) for d in range(1, n + 1) for s in range(n)]
+
+    def _check_parameters(self) -> None:
+        check_int(self.name, "d", self.params["d"], 1, self.n, "the partitions each worker holds")
+
     def _layout(self) -> Layout:
-        return support_layout(self.k, cyclic_support(self.n, self.s + 1))
+        return support_layout(self.k, cyclic_support(self.n, self.params["d"]))
 
     def _weights(self, ids: tuple[int, ...], rows: np.ndarray) -> tuple[np.ndarray, None]:
         workers = [int(self.message_owner[i]) for i in ids]
-        chosen = largest_disjoint_sets(workers, self.n, self.s + 1)
-        scale = self.k / ((self.s + 1) * len(chosen[0]) * len(chosen))
+        width = self.params["d"]
+        chosen = largest_disjoint_sets(workers, self.n, width)
+        scale = self.k / (width * len(chosen[0]) * len(chosen))
         position = {w: i for i, w in enumerate(workers)}
         weights = np.zeros((1, len(ids)))
         for found in chosen:

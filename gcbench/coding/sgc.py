@@ -63,7 +63,6 @@ class StochasticGradientCoding(Scheme):
 
     def _check_parameters(self) -> None:
         check_int(self.name, "d", self.params["d"], 1, self.n, "the replication of each partition")
-        self.offsets, self.balanced = sidon_offsets(self.n, self.params["d"])
 
     @property
     def p(self) -> float:
@@ -79,6 +78,7 @@ class StochasticGradientCoding(Scheme):
         )
 
     def _layout(self) -> Layout:
+        self.offsets, self.balanced = sidon_offsets(self.n, self.params["d"])
         return support_layout(self.k, [[(i + o) % self.n for o in self.offsets] for i in range(self.n)])
 
     def _weights(self, ids: tuple[int, ...], rows: np.ndarray) -> tuple[np.ndarray, None]:
