@@ -7,9 +7,13 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gcbench.coding import make_scheme
+from gcbench.coding.bcc import random_batches
 from gcbench.coding.is_gc import largest_disjoint_sets
+from gcbench.coding.sgc import sidon_offsets
 from gcbench.testing.scheme_checks import error_without, random_straggler_sets
 
 
@@ -93,3 +97,21 @@ def max_disjoint_brute_force(responders, n, width):
         if any(disjoint(c, n, width) for c in itertools.combinations(responders, size)):
             return size
     return 0
+
+
+@given(n=st.integers(1, 80), d=st.integers(1, 9))
+def test_sgc_offsets_are_distinct_and_a_sidon_set_when_balanced(n, d):
+    d = min(d, n)
+    offsets, balanced = sidon_offsets(n, d)
+    assert len(set(offsets)) == d and all(0 <= o < n for o in offsets)
+    differences = [(a - b) % n for a in offsets for b in offsets if a != b]
+    assert balanced == (len(set(differences)) == len(differences))
+
+
+@given(data=st.data(), n=st.integers(1, 60), seed=st.integers(0, 2**32))
+def test_bcc_draws_give_every_batch_s_plus_one_workers(data, n, seed):
+    b = data.draw(st.integers(1, n))
+    s = data.draw(st.integers(0, n // b - 1))  # b (s + 1) <= n
+    drawn = random_batches(n, b, s + 1, seed)
+    assert np.bincount(drawn, minlength=b).min() >= s + 1
+    assert np.array_equal(drawn, random_batches(n, b, s + 1, seed))
