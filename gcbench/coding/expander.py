@@ -11,35 +11,41 @@ from gcbench.coding._errors import SchemeParameterError, bad_parameter, check_in
 from gcbench.coding._supports import support_layout
 
 DECODERS = ("optimal", "fixed")
-_ATTEMPTS = 200  # draws per cycle or matching before the graph is given up (simple graphs need d << n)
+SWAPS_PER_EDGE = 10  # double-edge swaps per edge: enough to forget the circulant start (mixing is O(log n) per edge)
 
 
-def _add_edges(adjacency: np.ndarray, order: np.ndarray, closed: bool) -> bool:
-    """Add the path (a cycle if ``closed``, else a perfect matching) through ``order``; False on a repeated edge."""
-    if closed:
-        pairs = list(zip(order, np.roll(order, -1), strict=True))
-    else:
-        pairs = list(zip(order[0::2], order[1::2], strict=True))
-    if any(adjacency[a, b] for a, b in pairs):
-        return False
-    for a, b in pairs:
-        adjacency[a, b] = adjacency[b, a] = 1
-    return True
-
-
-def random_regular_graph(n: int, d: int, seed: int) -> np.ndarray | None:
-    """A simple d-regular graph: d // 2 random Hamiltonian cycles plus a random perfect matching when d is odd.
-
-    Random regular graphs are near-Ramanujan expanders with high probability (Friedman). None when the
-    draws keep repeating edges (d too close to n).
-    """
-    if d == n - 1:
-        return np.ones((n, n), dtype=np.int8) - np.eye(n, dtype=np.int8)
-    rng = np.random.default_rng(seed)
+def circulant(n: int, d: int) -> np.ndarray:
+    """The d-regular circulant graph: i ~ i ± 1, ..., i ± d//2, and i ~ i + n/2 when d is odd (n is then even)."""
     adjacency = np.zeros((n, n), dtype=np.int8)
-    for closed in [True] * (d // 2) + [False] * (d % 2):
-        if not any(_add_edges(adjacency, rng.permutation(n), closed) for _ in range(_ATTEMPTS)):
-            return None
+    steps = list(range(1, d // 2 + 1)) + ([n // 2] if d % 2 else [])
+    for i in range(n):
+        for step in steps:
+            adjacency[i, (i + step) % n] = adjacency[(i + step) % n, i] = 1
+    return adjacency
+
+
+def random_regular_graph(n: int, d: int, seed: int) -> np.ndarray:
+    """A random simple d-regular graph (n d even): the circulant, shuffled by seeded double-edge swaps.
+
+    A swap replaces edges ab, ce by ac, be (or ae, bc) unless that makes a loop or a repeated edge, so
+    every step stays simple and d-regular; random regular graphs are near-Ramanujan expanders with high
+    probability (Friedman). A dense graph is the complement of a sparse one, where swaps mix faster.
+    """
+    if 2 * d > n - 1:
+        return (1 - random_regular_graph(n, n - 1 - d, seed) - np.eye(n, dtype=np.int8)).astype(np.int8)
+    adjacency = circulant(n, d)
+    edges = [tuple(edge) for edge in np.argwhere(np.triu(adjacency))]
+    rng = np.random.default_rng(seed)
+    for _ in range(SWAPS_PER_EDGE * len(edges) if len(edges) > 1 else 0):
+        first, second = rng.choice(len(edges), size=2, replace=False)
+        (a, b), (c, e) = edges[first], edges[second]
+        if rng.random() < 0.5:
+            c, e = e, c
+        if len({a, b, c, e}) < 4 or adjacency[a, c] or adjacency[b, e]:
+            continue
+        adjacency[a, b] = adjacency[b, a] = adjacency[c, e] = adjacency[e, c] = 0
+        adjacency[a, c] = adjacency[c, a] = adjacency[b, e] = adjacency[e, b] = 1
+        edges[first], edges[second] = (a, c), (b, e)
     return adjacency
 
 
@@ -72,7 +78,7 @@ class ExpanderCode(Scheme):
 
     @classmethod
     def valid_parameter_sets(cls, n: int) -> list[tuple[int, dict[str, Any]]]:
-        degrees = [d for d in range(1, min(n - 1, 4) + 1) if n * d % 2 == 0 and (d == n - 1 or 2 * d < n)]
+        degrees = [d for d in range(1, n) if n * d % 2 == 0]
         return [(s, {"d": d, "decoder": decoder}) for d in degrees for s in range(n) for decoder in DECODERS]
 
     def _check_parameters(self) -> None:
@@ -86,10 +92,6 @@ class ExpanderCode(Scheme):
     def _layout(self) -> Layout:
         d = self.params["d"]
         self.graph = random_regular_graph(self.n, d, self.params["seed"])
-        if self.graph is None:
-            raise SchemeParameterError(
-                f"expander could not draw a simple {d}-regular graph on n={self.n} vertices; use a smaller d."
-            )
         self.spectral_gap = d - second_eigenvalue(self.graph)
         return support_layout(self.k, [np.flatnonzero(row).tolist() for row in self.graph], 1.0 / d)
 
