@@ -63,10 +63,10 @@ def scheme_options(name: str, args: list[str]) -> dict[str, Any]:
 
 def scheme_options_help() -> str:
     """Which schemes declare which parameters, with their defaults: ``--m: cce_cr, cce_fr (default 2)``."""
-    takers: dict[tuple[str, Any], list[str]] = {}
+    takers: dict[tuple[str, str], list[str]] = {}
     for name in available_schemes():
         for key, value in scheme_class(name).defaults.items():
-            takers.setdefault((key, value), []).append(name)
+            takers.setdefault((key, str(value)), []).append(name)  # str: a default may be a list
     uses = [f"--{key}: {', '.join(names)} (default {value})" for (key, value), names in takers.items()]
     return f"Scheme parameters, after NAME: {'; '.join(uses) or 'none'}."
 

@@ -13,7 +13,7 @@ runner = CliRunner()
 def test_table_lists_every_scheme_with_its_facts():
     result = runner.invoke(app, ["schemes"])
     assert result.exit_code == 0, result.output
-    for name in ("uncoded", "ignore_stragglers", "fr", "cr", "cyclic_mds", "cce_cr", "cce_fr"):
+    for name in ("uncoded", "ignore_stragglers", "fr", "cr", "cyclic_mds", "cce_cr", "cce_fr", "is_gc", "frc", "bgc"):
         assert name in result.output
     assert "Tandon et al., ICML 2017" in result.output and "approximate" in result.output
 
@@ -53,7 +53,8 @@ def test_unknown_scheme_exits_2_from_the_installed_command():
     )
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        "error: Unknown scheme 'nope'; available: uncoded, ignore_stragglers, fr, cr, cyclic_mds, cce_cr, cce_fr."
+        "error: Unknown scheme 'nope'; available: uncoded, ignore_stragglers, fr, cr, cyclic_mds, cce_cr, cce_fr, "
+        "is_gc, frc, bgc, expander, sgc, bcc, heterogeneous."
     )
 
 
@@ -69,7 +70,11 @@ def test_scheme_parameters_take_either_spelling_and_change_the_code():
 def test_help_lists_the_parameters_the_registered_schemes_declare():
     result = runner.invoke(app, ["schemes", "--help"])
     assert result.exit_code == 0
-    assert "--seed: cr (default 0); --m: cce_cr, cce_fr (default 2)." in " ".join(result.output.split())
+    assert (
+        "--seed: cr, bgc, expander, bcc (default 0); --m: cce_cr, cce_fr (default 2); --d: is_gc, frc, bgc, sgc "
+        "(default 2); --d: expander (default 4); --decoder: expander (default optimal); --b: bcc (default 2); "
+        "--speeds: heterogeneous (default [])."
+    ) in " ".join(result.output.split())
 
 
 def test_a_scheme_parameter_without_a_value_or_a_scheme_exits_2():
@@ -82,3 +87,46 @@ def test_a_scheme_parameter_without_a_value_or_a_scheme_exits_2():
     for args, message in cases:
         result = runner.invoke(app, ["schemes", *args])
         assert (result.exit_code, result.output.strip()) == (2, message), args
+
+
+def test_approximate_and_random_schemes_refuse_bad_parameters_in_one_sentence():
+    cases = [
+        (["frc", "--n", "10", "--s", "2", "--d", "3"], "error: frc needs d to divide n: d=3 does not divide n=10."),
+        (
+            ["bcc", "--n", "10", "--s", "1", "--b", "6"],
+            "error: The 'b' parameter of bcc must be an int in [1, 5] (each of b batches needs s+1=2 of the n=10 "
+            "workers to tolerate s stragglers). Got 6 instead.",
+        ),
+        (
+            ["expander", "--n", "9", "--s", "1", "--d", "3"],
+            "error: expander needs n d even for a d-regular graph: n=9, d=3.",
+        ),
+        (
+            ["expander", "--n", "10", "--s", "1", "--decoder", "magic"],
+            "error: The 'decoder' parameter of expander must be optimal or fixed. Got 'magic' instead.",
+        ),
+        (
+            ["sgc", "--n", "8", "--s", "1", "--d", "0"],
+            "error: The 'd' parameter of sgc must be an int in [1, 8] (the replication of each partition). "
+            "Got 0 instead.",
+        ),
+        (
+            ["bgc", "--n", "8", "--s", "1", "--seed", "-1"],
+            "error: The 'seed' parameter of bgc must be an int in [0, 9223372036854775807]. Got -1 instead.",
+        ),
+    ]
+    for args, message in cases:
+        result = runner.invoke(app, ["schemes", *args])
+        assert (result.exit_code, " ".join(result.output.split())) == (2, message), args
+
+
+def test_an_approximate_instance_shows_its_construction_facts():
+    result = runner.invoke(app, ["schemes", "sgc", "--n", "8", "--s", "2", "--d", "3"])
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    assert "every two partitions share at most one worker; E||W R - T||^2 = 0.8889 with p = s/n" in output
+    result = runner.invoke(app, ["schemes", "expander", "--n", "12", "--s", "2", "--d", "3", "--decoder", "fixed"])
+    assert result.exit_code == 0, result.output
+    assert (
+        "random 3-regular graph (seed 0), lambda = " in result.output and "fixed-decoder error bound" in result.output
+    )

@@ -7,8 +7,11 @@ from gcbench.coding import NotDecodable, available_schemes, make_scheme
 from gcbench.testing import partition_gradients
 
 
-def test_available_schemes_lists_the_seven_builtin_ones():
-    assert available_schemes() == ["uncoded", "ignore_stragglers", "fr", "cr", "cyclic_mds", "cce_cr", "cce_fr"]
+def test_available_schemes_lists_the_builtin_ones():
+    assert available_schemes() == [
+        *("uncoded", "ignore_stragglers", "fr", "cr", "cyclic_mds", "cce_cr", "cce_fr"),
+        *("is_gc", "frc", "bgc", "expander", "sgc", "bcc", "heterogeneous"),
+    ]
 
 
 def test_encode_accepts_a_mapping_covering_the_workers_partitions():

@@ -16,6 +16,7 @@ from gcbench.sim.runner import simulate_points
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
 GOLDEN = ROOT / "tests" / "golden" / "stragglers_summary.csv"
+TRAINED = {"trained_sweep", "approximate_codes"}  # they train in the simulator: tens of seconds each
 
 
 def shortened(points, iterations=20):
@@ -25,12 +26,12 @@ def shortened(points, iterations=20):
 def test_the_expected_scenarios_ship():
     names = {p.stem for p in SCENARIOS}
     assert {"stragglers", "heavy_tail", "persistent_stragglers", "crash_failures", "shared_link"} <= names
-    assert {"trace_replay", "delay_models", "asynchronous", "model_b"} <= names
+    assert {"trace_replay", "delay_models", "asynchronous", "model_b"} | TRAINED <= names
 
 
 @pytest.mark.parametrize(
     "path",
-    [pytest.param(p, marks=pytest.mark.slow) if p.stem == "trained_sweep" else p for p in SCENARIOS],
+    [pytest.param(p, marks=pytest.mark.slow) if p.stem in TRAINED else p for p in SCENARIOS],
     ids=lambda p: p.stem,
 )
 def test_scenario_validates_and_runs(path):

@@ -52,6 +52,8 @@ class Scheme(abc.ABC):
     threshold_decodable: ClassVar[bool] = False
     # True when a received set's decoding (exactness, residual) depends only on its size
     symmetric: ClassVar[bool] = False
+    # True when the decode is unbiased over a uniformly random set of s stragglers (the suite checks it)
+    unbiased: ClassVar[bool] = False
     # the conformance suite's largest n for Hypothesis: big enough to reach the
     # conditioning limits, small enough that construction stays fast
     hypothesis_max_n: ClassVar[int] = 16

@@ -23,6 +23,7 @@ class IgnoreStragglers(Scheme):
     reference = "Tandon et al., ICML 2017 (baseline)"
     exact = False
     threshold_decodable = True
+    unbiased = True  # each worker answers with probability (n - s)/n, and n/(n - s) undoes it
     facts = {"tolerates": "any s (approximate)", "load": "1", "upload": "1", "decoding": "rescaled sum n/r"}
     hypothesis_max_n = 32
 

@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
-from gcbench.coding import Scheme, make_scheme
+from gcbench.coding import Scheme, make_scheme, scheme_class
 from gcbench.scenario.schema import Scenario, Variant
 
 
 @lru_cache(maxsize=64)
 def _scheme(name: str, n: int, s: int, params: tuple) -> Scheme:
-    return make_scheme(name, n=n, s=s, **dict(params))
+    return make_scheme(name, n=n, s=s, **{key: list(v) if isinstance(v, tuple) else v for key, v in params})
+
+
+def scheme_parameters(scenario: Scenario, variant: Variant) -> dict[str, Any]:
+    """The variant's scheme parameters; a scheme that takes ``speeds`` and is given none gets ``compute.speeds``."""
+    params = variant.scheme_params()
+    speeds = scenario.compute.speeds
+    if speeds is not None and "speeds" in scheme_class(variant.scheme).defaults and not params.get("speeds"):
+        params["speeds"] = list(speeds)
+    return params
 
 
 def scheme_for(scenario: Scenario, variant: Variant) -> Scheme:
     """The variant's scheme for the scenario's workers."""
-    return _scheme(variant.scheme, scenario.workers, variant.s, tuple(sorted(variant.scheme_params().items())))
+    params = scheme_parameters(scenario, variant)
+    key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
+    return _scheme(variant.scheme, scenario.workers, variant.s, key)

@@ -7,6 +7,7 @@ partitions happen to cancel does not turn rounding noise into a failure.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import numpy as np
@@ -185,3 +186,73 @@ def check_decode_times(scheme: Scheme, arrivals: np.ndarray) -> None:
 def all_subsets(n: int, max_size: int) -> itertools.chain:
     """Every subset of range(n) with at most max_size elements."""
     return itertools.chain.from_iterable(itertools.combinations(range(n), t) for t in range(max_size + 1))
+
+
+# -- approximate and stochastic schemes: the claims about their error over random stragglers --------------
+STANDARD_ERRORS = 5.0  # a statistical check allows this many standard errors (per coefficient, fixed seed)
+
+
+def random_straggler_sets(n: int, s: int, samples: int, seed: int) -> tuple[list[tuple[int, ...]], bool]:
+    """Every s-set of the n workers when there are at most ``samples``, else that many uniform draws (seeded)."""
+    if math.comb(n, s) <= samples:
+        return list(itertools.combinations(range(n), s)), True
+    rng = np.random.default_rng(seed)
+    return [tuple(rng.choice(n, size=s, replace=False).tolist()) for _ in range(samples)], False
+
+
+def error_without(scheme: Scheme, stragglers: Any) -> np.ndarray:
+    """W R - T, flattened, for the decode without these stragglers (-T when nobody answered)."""
+    ids = [mid for w in responders_without(scheme, stragglers) for mid in scheme.messages(w)]
+    if not ids:
+        return -np.kron(np.eye(scheme.m), np.ones((1, scheme.k))).reshape(-1)
+    return scheme.approximate_decoding(ids).error_coefficients.reshape(-1)
+
+
+def assert_mean_zero(samples: np.ndarray, exhaustive: bool, what: str) -> None:
+    """Exactly zero (1e-9) for an enumeration; else within STANDARD_ERRORS of zero per coordinate."""
+    mean = samples.mean(axis=0)
+    if exhaustive:
+        assert np.abs(mean).max() <= 1e-9, f"{what}: mean error {np.abs(mean).max():.3e} over every straggler set"
+        return
+    allowed = STANDARD_ERRORS * samples.std(axis=0, ddof=1) / math.sqrt(len(samples)) + 1e-9
+    worst = float((np.abs(mean) / allowed).max())
+    assert worst <= 1.0, f"{what}: mean error {worst * STANDARD_ERRORS:.1f} standard errors from zero"
+
+
+def check_unbiased(scheme: Scheme, samples: int = 2000, seed: int = 0) -> None:
+    """A scheme claiming ``unbiased``: E[W R - T] = 0 over a uniformly random set of s stragglers.
+
+    By linearity this is E[decoded] = g for every set of partition gradients. Exhaustive when there are at
+    most ``samples`` sets, else a seeded sample judged within STANDARD_ERRORS per coefficient.
+    """
+    sets, exhaustive = random_straggler_sets(scheme.n, scheme.s, samples, seed)
+    errors = np.array([error_without(scheme, stragglers) for stragglers in sets])
+    assert_mean_zero(errors, exhaustive, f"{scheme!r} (uniform straggler sets)")
+
+
+def check_reported_variance(scheme: Scheme, samples: int = 4000, seed: int = 0, d: int = 3) -> None:
+    """A scheme reporting ``error_variance`` under independent stragglers with probability ``scheme.p``.
+
+    Draws the stragglers (seeded), and checks: the mean squared residual ||W R - T||^2 against
+    ``error_variance()``, the mean squared error of decoded gradients against ``gradient_variance``, and
+    the decoded gradients' mean against the truth, each within STANDARD_ERRORS.
+    """
+    rng = np.random.default_rng(seed)
+    grads = partition_gradients(scheme.k, d, rng)
+    received = received_from(scheme, range(scheme.n), grads)
+    truth = grads.sum(axis=0)
+    squared, deviations = [], []
+    for _ in range(samples):
+        present = np.flatnonzero(rng.random(scheme.n) >= scheme.p).tolist()
+        squared.append(float((error_without(scheme, set(range(scheme.n)) - set(present)) ** 2).sum()))
+        decoded = scheme.decode({w: received[w] for w in present}, approximate=True) if len(present) else 0.0
+        deviations.append(decoded - truth)
+    deviations = np.array(deviations) + np.zeros((samples, d))
+    for what, values, expected in (
+        ("mean squared residual", np.array(squared), scheme.error_variance()),
+        ("mean squared gradient error", (deviations**2).sum(axis=1), scheme.gradient_variance(grads)),
+    ):
+        allowed = STANDARD_ERRORS * values.std(ddof=1) / math.sqrt(samples) + 1e-9
+        found = values.mean()
+        assert abs(found - expected) <= allowed, f"{scheme!r}: {what} {found:.4g}, reported {expected:.4g}"
+    assert_mean_zero(deviations, False, f"{scheme!r} (independent stragglers)")
