@@ -27,26 +27,22 @@ class AllReduce(Config):
 
     name: Literal["allreduce"] = "allreduce"
     hook: Literal["none", "fp16", "bf16", "powersgd"] = "none"
-    rank: Annotated[int, Field(ge=1)] | None = None
+    rank: Annotated[int, Field(ge=1)] = POWERSGD_RANK
 
     synchronous: ClassVar[bool] = True
     real_only: ClassVar[bool] = True  # no master runs it: gcbench simulate refuses it
 
     @model_validator(mode="after")
     def _rank_for_powersgd(self) -> AllReduce:
-        if self.rank is not None and self.hook != "powersgd":
+        if self.rank != POWERSGD_RANK and self.hook != "powersgd":  # (run.json keeps the default with any hook)
             raise ValueError(
                 f"rank is PowerSGD's matrix approximation rank, so it needs hook: powersgd, not {self.hook}"
             )
         return self
 
     @property
-    def powersgd_rank(self) -> int:
-        return self.rank if self.rank is not None else POWERSGD_RANK
-
-    @property
     def display_name(self) -> str:
         """``allreduce``, ``allreduce(fp16)``, ``allreduce(powersgd,rank=2)``: what a variant's label shows."""
         if self.hook == "none":
             return self.name
-        return f"{self.name}({self.hook}" + (f",rank={self.powersgd_rank})" if self.hook == "powersgd" else ")")
+        return f"{self.name}({self.hook}" + (f",rank={self.rank})" if self.hook == "powersgd" else ")")

@@ -16,6 +16,7 @@ import queue
 import signal
 import threading
 import time
+import traceback
 from typing import Any
 
 import numpy as np
@@ -39,18 +40,26 @@ def serve(rank: int, world: int, port: int, timeout: float) -> None:
     up = torch_channel.group(rendezvous, rank, 0, torch_channel.UP, 1, timeout)
     inbox: queue.Queue = queue.Queue()
     threading.Thread(target=_receive, args=(down, inbox.put, inbox), daemon=True).start()
-    sender = torch_channel.Sender(up, rank, 0)
-    setup = inbox.get()
-    if setup["kind"] == "setup":
-        _join_group(rendezvous, rank, world, setup["backend"], timeout)
-        trainer = RankTrainer(rank, world, setup)
-        sender.send({"kind": "ready", "pid": os.getpid()})
-        while (message := inbox.get())["kind"] == "run":
-            for t in range(message["first"], message["last"]):
-                sender.send({"kind": "iteration", **trainer.iteration(t)})
-            if rank == 0:
-                sender.send({"kind": "state", **trainer.state()})
+    try:
+        _train(rank, world, rendezvous, inbox, torch_channel.Sender(up, rank, 0), timeout)
+    except Exception:  # noqa: BLE001 - e.g. another rank died mid all-reduce: say why, and exit at once
+        traceback.print_exc()
+        os._exit(1)
     os._exit(0)  # (gloo's threads would otherwise hold the interpreter's exit)
+
+
+def _train(rank: int, world: int, rendezvous, inbox: queue.Queue, sender, timeout: float) -> None:
+    setup = inbox.get()
+    if setup["kind"] != "setup":
+        return  # stopped before it began
+    _join_group(rendezvous, rank, world, setup["backend"], timeout)
+    trainer = RankTrainer(rank, world, setup)
+    sender.send({"kind": "ready", "pid": os.getpid()})
+    while (message := inbox.get())["kind"] == "run":
+        for t in range(message["first"], message["last"]):
+            sender.send({"kind": "iteration", **trainer.iteration(t)})
+        if rank == 0:
+            sender.send({"kind": "state", **trainer.state()})
 
 
 def _join_group(rendezvous, rank: int, world: int, backend: str, timeout: float) -> None:

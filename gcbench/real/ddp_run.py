@@ -52,6 +52,8 @@ class RankSession(WorkerSession):
 class DDPRun:
     """Variant ``index`` (an allreduce one) of the scenario with one seed: its recorder, checkpoint and ranks."""
 
+    needs_ray = False  # its ranks are torch.distributed processes whatever the backend
+
     def __init__(self, scenario: Scenario, index: int, seed: int, data: Dataset, checkpoint: Path | None,
                  backend: str = "torch") -> None:  # fmt: skip
         self.scenario, self.index, self.seed, self.data, self.backend = scenario, index, seed, data, backend
@@ -148,7 +150,7 @@ class DDPRun:
             "classes": self.data.classes, "seed": self.seed, "samples": len(self.data.train_labels), "shard": shard,
             "straggling": self.scenario.straggling, "straggles": self.draws.straggling[:, rank].tolist(),
             "overhead": self.draws.overhead[:, rank].tolist(), "hook": policy.hook,
-            "powersgd_rank": policy.powersgd_rank,
+            "powersgd_rank": policy.rank,
             "state": {"model": state["model"], "optimizer": state["optimizer"]} if state else None,
         }  # fmt: skip
 
