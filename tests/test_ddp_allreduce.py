@@ -146,7 +146,9 @@ def test_ddp_local_and_the_torch_parameter_server_reach_the_same_losses_in_the_s
     rows = workers[workers["variant"] == "uncoded/allreduce"]
     assert len(rows) == 4 * 4 and rows["used"].all() and not rows["failed"].any()
     assert (rows["compute_start"] <= rows["compute_end"]).all() and (rows["compute_end"] <= rows["arrival"]).all()
-    expected = local_losses(scenario({"scheme": "uncoded"}, iterations=4))
+    local = runner.invoke(app, ["run", str(path), "--backend", "local", "--out", str(tmp_path / "local")])
+    assert local.exit_code == 0, local.output
+    expected = read_results(tmp_path / "local")[0]["loss"].to_numpy()
     np.testing.assert_allclose(mine["loss"].to_numpy(), expected, rtol=1e-4)
     ps = iterations[iterations["variant"] == "ps"].sort_values("iteration")["loss"].to_numpy()
     np.testing.assert_allclose(mine["loss"].to_numpy(), ps, rtol=1e-4)
@@ -231,3 +233,23 @@ def test_a_rank_killed_from_outside_stops_the_variant_in_one_sentence_and_leaves
     assert "DistributedDataParallel has no fault tolerance, so the variant stops." in str(stopped.value)
     assert len(stopped.value.iterations) >= 1 and run.stopped
     assert child_processes() == before
+
+
+def test_loading_a_checkpoint_leaves_its_momentum_untouched(tmp_path):
+    """load_checkpoint tries a step on the loaded state; it must not step the checkpoint's own momentum buffer
+    (it did: the resumed run of every backend went on with a momentum 0.9 times too small, plus weight decay)."""
+    import torch
+
+    from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
+    from gcbench.training.gradients import FlatModel
+    from gcbench.training.models import build_model
+
+    sc = scenario({"scheme": "uncoded", "policy": "allreduce"}, iterations=4)
+    model = build_model(sc.training.model, DATA.classes, 0)
+    flat = FlatModel(model, sc.training)
+    flat.step(torch.ones_like(flat.flat))
+    path = tmp_path / "variant0-seed0.pt"
+    save_checkpoint(path, model, flat.optimizer, 0, [], [], torch.get_rng_state())
+    saved = torch.load(path, weights_only=True)["optimizer"]["state"][0]["momentum_buffer"]
+    state = load_checkpoint(path, sc, sc.variants[0], DATA)
+    assert torch.equal(state["optimizer"]["state"][0]["momentum_buffer"], saved)

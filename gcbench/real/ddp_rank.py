@@ -131,10 +131,9 @@ class RankTrainer:
     def state(self) -> dict[str, Any]:
         """The weights and optimizer state, on the CPU: what the driver evaluates and checkpoints."""
         model = {key: value.detach().cpu() for key, value in self.model.state_dict().items()}
-        optimizer = self.flat.optimizer.state_dict()
-        for values in optimizer["state"].values():
-            for key, value in values.items():
-                values[key] = value.detach().cpu() if torch.is_tensor(value) else value
+        optimizer = self.flat.optimizer.state_dict()  # (its per-parameter dicts are the optimizer's own)
+        on_cpu = lambda value: value.detach().cpu().clone() if torch.is_tensor(value) else value  # noqa: E731
+        optimizer["state"] = {i: {k: on_cpu(v) for k, v in values.items()} for i, values in optimizer["state"].items()}
         return {"model": model, "optimizer": optimizer}
 
 
