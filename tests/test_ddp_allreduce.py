@@ -253,3 +253,100 @@ def test_loading_a_checkpoint_leaves_its_momentum_untouched(tmp_path):
     saved = torch.load(path, weights_only=True)["optimizer"]["state"][0]["momentum_buffer"]
     state = load_checkpoint(path, sc, sc.variants[0], DATA)
     assert torch.equal(state["optimizer"]["state"][0]["momentum_buffer"], saved)
+
+
+def driver(*args: str, **kwargs):
+    import subprocess
+    import sys
+
+    code = "from gcbench.cli import main; main()"
+    return subprocess.Popen([sys.executable, "-c", code, *args], start_new_session=True, **kwargs)
+
+
+def children_of(pid: int) -> set[int]:
+    from pathlib import Path
+
+    children = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            children.add(int(stat.parent.name))
+    return children
+
+
+def wait_for(condition, seconds: float) -> bool:
+    import time
+
+    deadline = time.time() + seconds
+    while not condition() and time.time() < deadline:
+        time.sleep(0.1)
+    return condition()
+
+
+def checkpointed(iterations: int) -> str:
+    """The tiny allreduce scenario, with a checkpoint every 2 iterations."""
+    text = TINY.format(variants=ALLREDUCE, iterations=iterations, failures="none")
+    return text.replace("device: cpu}", "device: cpu, checkpoint_every: 2}")
+
+
+@pytest.mark.slow
+def test_a_killed_driver_leaves_no_rank_and_the_run_resumes_every_iteration_once(tmp_path):
+    import subprocess
+
+    from gcbench.real.processes import alive
+    from gcbench.results import read_results
+
+    (tmp_path / "resume.yaml").write_text(checkpointed(12))
+    out, quiet = tmp_path / "run", {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    first = driver("run", str(tmp_path / "resume.yaml"), "--backend", "torch", "--out", str(out), **quiet)
+    assert wait_for(lambda: (out / "checkpoints" / "variant0-seed0.pt").exists() or first.poll() is not None, 240)
+    ranks = children_of(first.pid)
+    assert len(ranks) == 4, f"the driver's ranks: {ranks}"
+    os.kill(first.pid, signal.SIGKILL)  # the driver only: its ranks must notice and exit on their own
+    first.wait()
+    assert wait_for(lambda: not any(alive(pid) for pid in ranks), 10), "ranks outlived their killed driver"
+    resumed = driver("run", "--resume", str(out), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output, _ = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, output
+    iterations, _, meta = read_results(out)
+    assert meta["status"] == "complete" and sorted(iterations["iteration"]) == list(range(12))
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_an_allreduce_run_with_status_130_and_no_rank_left(tmp_path):
+    import subprocess
+    import time
+
+    from gcbench.real.processes import alive
+
+    (tmp_path / "run.yaml").write_text(checkpointed(5000))  # still running when interrupted
+    run = driver("run", str(tmp_path / "run.yaml"), "--backend", "torch", "--out", str(tmp_path / "run"),
+                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    assert wait_for(lambda: (tmp_path / "run" / "checkpoints").is_dir() or run.poll() is not None, 240)
+    ranks = children_of(run.pid)
+    assert len(ranks) == 4, f"the driver's ranks: {ranks}"
+    time.sleep(0.5)
+    os.kill(run.pid, signal.SIGINT)
+    output, _ = run.communicate(timeout=120)
+    assert run.returncode == 130, output
+    assert "interrupted (SIGINT)" in output and not any(alive(pid) for pid in ranks), output
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not __import__("torch").cuda.is_available(), reason="no CUDA device here: the NCCL and CUDA path needs one"
+)
+@pytest.mark.parametrize("workers", [1, 4])
+def test_on_a_gpu_the_ranks_train_on_cuda_as_one_process_does(workers):
+    """One GPU per rank: NCCL (1 worker on any GPU machine); more ranks than GPUs: gloo on the one device."""
+    import torch
+
+    sc = scenario({"scheme": "uncoded", "policy": "allreduce"}, workers=workers, iterations=3,
+                  training={"device": "cuda"})  # fmt: skip
+    devices, backend = rank_devices(sc, workers)
+    assert backend == ("nccl" if torch.cuda.device_count() >= workers else "gloo")
+    iterations, _ = trained(ddp(sc), [3])
+    np.testing.assert_allclose(iterations["loss"], local_losses(sc), rtol=1e-3)
