@@ -72,6 +72,7 @@ class DDPRun:
         self.checkpointed = self.resumed_at
         self.stopped: str | None = None
         self.sessions: list[RankSession] = []
+        self.rendezvous = None
         self.inbox: queue.Queue = queue.Queue()
         self.clock = WallClock()
         self.model = build_model(scenario.training.model, data.classes, seed)  # rank 0's weights, between blocks
@@ -101,15 +102,8 @@ class DDPRun:
             raise VariantStopped(str(error), *self.frames()) from None
         if self.checkpoint:
             rows, workers = row_dicts(self.rec, self.loads, self.next_iteration)
-            save_checkpoint(
-                self.checkpoint,
-                self.model,
-                self.flat.optimizer,
-                self.next_iteration,
-                rows,
-                workers,
-                torch.get_rng_state(),
-            )  # fmt: skip  (the ranks draw no random numbers)
+            rng = torch.get_rng_state()  # the driver's: the ranks draw no random numbers
+            save_checkpoint(self.checkpoint, self.model, self.flat.optimizer, self.next_iteration, rows, workers, rng)
             self.checkpointed = self.next_iteration
         if self.finished:
             self.close()
@@ -117,7 +111,8 @@ class DDPRun:
     def _start(self) -> None:
         from gcbench.real import torch_channel
 
-        rendezvous = torch_channel.store(0, self.timeout)
+        # kept for the whole run: NCCL builds its communicator through the store at the first all-reduce
+        self.rendezvous = rendezvous = torch_channel.store(0, self.timeout)
         self.sessions = [RankSession(r, self.n, rendezvous.port, self.timeout) for r in range(self.n)]
         device, backend = rank_devices(self.scenario, self.n)
         shards = self._shards()
@@ -234,7 +229,7 @@ class DDPRun:
                 session.send({"kind": "stop"})
         for session in self.sessions:
             session.stop()
-        self.sessions = []
+        self.sessions, self.rendezvous = [], None
 
     def worker_pids(self) -> list[int]:
         return [session.pid for session in self.sessions if session.alive()]
