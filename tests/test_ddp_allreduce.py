@@ -219,7 +219,7 @@ def test_a_resumed_allreduce_run_continues_from_its_checkpoint_with_the_same_los
 
 @pytest.mark.slow
 def test_a_rank_killed_from_outside_stops_the_variant_in_one_sentence_and_leaves_no_process():
-    sc = scenario({"scheme": "uncoded", "policy": "allreduce"}, iterations=4, training={"timeout": 30})
+    sc = scenario({"scheme": "uncoded", "policy": "allreduce"}, iterations=4)
     before = child_processes()
     run = ddp(sc)
     try:
