@@ -152,6 +152,10 @@ def test_ddp_local_and_the_torch_parameter_server_reach_the_same_losses_in_the_s
     np.testing.assert_allclose(mine["loss"].to_numpy(), expected, rtol=1e-4)
     ps = iterations[iterations["variant"] == "ps"].sort_values("iteration")["loss"].to_numpy()
     np.testing.assert_allclose(mine["loss"].to_numpy(), ps, rtol=1e-4)
+    # and it is drawn beside the other variant (plotting reads the files only)
+    plotted = runner.invoke(app, ["plot", str(tmp_path / "run"), "--out", str(tmp_path / "figures")])
+    assert plotted.exit_code == 0, plotted.output
+    assert any((tmp_path / "figures").glob("*timeline.png"))
 
 
 @pytest.mark.slow
