@@ -127,7 +127,7 @@ def _start(scenario: Scenario, backend: str, out: Path, address, meta: dict, con
         console.print(f"resuming {out}:", highlight=False, soft_wrap=True)
         for run in runs:
             console.print(f"  {describe(run)}: {continues(run)}", highlight=False, soft_wrap=True)
-    if backend == "ray":
+    if backend == "ray" and any(getattr(run, "needs_ray", True) for run in runs):  # (allreduce runs need no Ray)
         start_ray(address)
         guard.install()  # again: Ray's core worker has put its own SIGTERM handler in place
     return Session(scenario, runs, out, meta, RunProgress(console))

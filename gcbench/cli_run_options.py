@@ -65,6 +65,7 @@ def check_real(scenario: Scenario, path: Path) -> None:
     training = scenario.training
     if training.dataset == "synthetic" and training.data_dir:
         raise GcbenchError(f"{path}: training.data_dir ({training.data_dir}) is for cifar10; the dataset is synthetic.")
+    refuse_allreduce_failures(scenario, path)
     partitions_of = [(f"variant '{v.display_label()}'", scheme_for(scenario, v).k) for v in scenario.variants]
     for label, partitions in partitions_of + [("the local backend", scenario.workers)]:
         if training.batch_size % partitions:
@@ -73,3 +74,13 @@ def check_real(scenario: Scenario, path: Path) -> None:
                 f"{path}: training.batch_size ({training.batch_size}) must be a multiple of the {partitions} data "
                 f"partitions of {label}, so each partition gets as many samples; use {fit}, for example."
             )
+
+
+def refuse_allreduce_failures(scenario: Scenario, path: Path) -> None:
+    """DDP has no fault tolerance (a rank that dies ends every rank's all-reduce): no crashes to inject there."""
+    ddp = [v.display_label() for v in scenario.variants if v.policy.name == "allreduce"]
+    if ddp and scenario.failures.model != "none":
+        raise GcbenchError(
+            f"{path}: failures.model is {scenario.failures.model}, but variant '{ddp[0]}' is DistributedDataParallel, "
+            "which has no fault tolerance; give failures: {model: none}, or leave it out with --variants."
+        )

@@ -40,6 +40,17 @@ def check_out(out: Path, force: bool) -> None:
         raise GcbenchError(f"--out {out}: holds results already; add --force to overwrite them, or choose another.")
 
 
+def refuse_real_only(scenario) -> None:
+    """A policy no master runs (allreduce: DistributedDataParallel) has no simulated counterpart to give."""
+    for i, variant in enumerate(scenario.variants):
+        if getattr(variant.policy, "real_only", False):
+            raise GcbenchError(
+                f"variants[{i}].policy: {variant.policy.name} is DistributedDataParallel's all-reduce, which only "
+                "gcbench run trains (the simulator models a master, not a ring of ranks); simulate scheme: uncoded "
+                "with policy: wait_all for the same synchronous SGD, or drop the variant."
+            )
+
+
 def simulate_scenario(
     path: Path,
     out: Path | None,
@@ -66,6 +77,7 @@ def simulate_scenario(
         from gcbench.real.requirements import require_real_extra
 
         require_real_extra("scenarios that train in the simulator", "or set training.in_simulator: false")
+    refuse_real_only(scenario)
     chosen = engines(points)  # before any work: an engine that cannot run a variant is the user's error
     out = out or new_run_directory(Path("results"), scenario.name)
     began = time.perf_counter()

@@ -13,10 +13,15 @@ from gcbench.policies.synchronous import Deadline, Decodable, FastestK, WaitAll
 from gcbench.policies.asynchronous import Async, KAsync, KBatchAsync
 
 # isort: split
+# the DDP baseline last: no master runs it (real mode trains it with DistributedDataParallel)
+from gcbench.policies.allreduce import AllReduce
+
+# isort: split
 from gcbench.policies.union import Policy
 
 __all__ = [
     "POLICIES",
+    "AllReduce",
     "Async",
     "Deadline",
     "Decodable",

@@ -8,6 +8,7 @@ damaged or foreign file is one sentence, not a traceback mid-run.
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import warnings
@@ -117,7 +118,8 @@ def _state_problem(state: dict, scenario, data) -> str | None:
         flat = FlatModel(model, training)
         settings = _settings(flat.optimizer.state_dict())
         model.load_state_dict(state["model"])
-        flat.optimizer.load_state_dict(state["optimizer"])
+        # a copy: loading aliases the momentum buffers, which the trial step would change in the checkpoint
+        flat.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
         if _settings(flat.optimizer.state_dict()) != settings:
             return "its optimizer settings are not those of the scenario's training section"
         flat.step(torch.zeros_like(flat.flat))  # a damaged momentum buffer fails here, not mid-run

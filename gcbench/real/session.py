@@ -69,12 +69,18 @@ class LocalRun:
 
 
 def build_runs(scenario: Scenario, backend: str, data, out: Path) -> list:
-    """Every (variant, seed) run, seed by seed; each Ray run picks up its checkpoint if it has one."""
+    """Every (variant, seed) run, seed by seed; each picks up its checkpoint if it has one.
+
+    An allreduce variant is a DDPRun (torch.distributed ranks, no master) on either backend: it needs no Ray."""
+    from gcbench.real.ddp_run import DDPRun
+
     if backend == "local":
         return [LocalRun(scenario, seed, data) for seed in scenario.seeds]
     folder = out / "checkpoints"
     return [
-        VariantRun(scenario, index, seed, data, folder / f"variant{index}-seed{seed}.pt", backend)
+        (DDPRun if scenario.variants[index].policy.name == "allreduce" else VariantRun)(
+            scenario, index, seed, data, folder / f"variant{index}-seed{seed}.pt", backend
+        )
         for seed in scenario.seeds
         for index in range(len(scenario.variants))
     ]

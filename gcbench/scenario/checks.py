@@ -91,6 +91,11 @@ def variant_problems(n: int, variants: list[tuple[int, Variant]]) -> list[str]:
         problem = None if unknown else scheme_problem(variant, n)
         if unknown or problem:
             problems.append(f"{where}.{unknown}" if unknown else f"{where}: {problem.rstrip('.')}")
+        if variant.policy.name == "allreduce" and variant.scheme != "uncoded":
+            problems.append(
+                f"{where}.policy: allreduce (DistributedDataParallel) all-reduces every worker's whole gradient, "
+                f"so it takes scheme: uncoded only, not {variant.scheme}"
+            )
         k = getattr(variant.policy, "k", None)
         if k is not None and k > n and getattr(variant.policy, "distinct", True):
             problems.append(f"{where}.policy.k: must be <= workers ({n})")

@@ -1,0 +1,48 @@
+"""The DistributedDataParallel baseline: every worker's gradient all-reduced, no master (real mode only).
+
+It is a policy in the scenario so it sits in every table and figure beside the coded variants, but no
+master runs it: ``gcbench run`` starts n torch.distributed ranks that train with
+``torch.nn.parallel.DistributedDataParallel`` (gcbench/real/ddp_run.py). ``gcbench simulate`` refuses it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from gcbench.models._config import Config
+from gcbench.policies._registry import register_policy
+
+POWERSGD_RANK = 1  # PowerSGDState's own default matrix_approximation_rank
+
+
+@register_policy
+class AllReduce(Config):
+    """DistributedDataParallel's all-reduce of every worker's gradient (scheme uncoded; real mode only).
+
+    ``hook`` is one of PyTorch's DDP communication hooks (torch.distributed.algorithms.ddp_comm_hooks):
+    ``fp16`` or ``bf16`` compression, or ``powersgd`` with matrix approximation ``rank`` (default 1).
+    """
+
+    name: Literal["allreduce"] = "allreduce"
+    hook: Literal["none", "fp16", "bf16", "powersgd"] = "none"
+    rank: Annotated[int, Field(ge=1)] = POWERSGD_RANK
+
+    synchronous: ClassVar[bool] = True
+    real_only: ClassVar[bool] = True  # no master runs it: gcbench simulate refuses it
+
+    @model_validator(mode="after")
+    def _rank_for_powersgd(self) -> AllReduce:
+        if self.rank != POWERSGD_RANK and self.hook != "powersgd":  # (run.json keeps the default with any hook)
+            raise ValueError(
+                f"rank is PowerSGD's matrix approximation rank, so it needs hook: powersgd, not {self.hook}"
+            )
+        return self
+
+    @property
+    def display_name(self) -> str:
+        """``allreduce``, ``allreduce(fp16)``, ``allreduce(powersgd,rank=2)``: what a variant's label shows."""
+        if self.hook == "none":
+            return self.name
+        return f"{self.name}({self.hook}" + (f",rank={self.rank})" if self.hook == "powersgd" else ")")

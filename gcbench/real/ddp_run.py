@@ -1,0 +1,253 @@
+"""A (variant, seed) of the DistributedDataParallel baseline (``policy: allreduce``), one block at a time.
+
+It has ``VariantRun``'s face (the session gives it turns, checkpoints and tables alike) but no master and no
+cluster protocol: DDP has no master to wait, decode or redo anything, so there is nothing for the protocol
+to carry. The driver starts n rank processes (gcbench/real/ddp_rank.py, ``python -m``, a TCPStore on a free
+loopback port, as the torch cluster starts its workers; they need no Ray, so ``--backend ray`` runs them the
+same way), tells them which iterations to train, and builds the shared tables from what each rank reports:
+an iteration starts when the first rank starts it and ends when the all-reduce has reached every rank. The
+driver evaluates and checkpoints rank 0's weights between blocks, in the format of every real run's
+checkpoint, so ``--resume`` continues it.
+"""
+
+from __future__ import annotations
+
+import queue
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from gcbench.errors import GcbenchError
+from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
+from gcbench.real.clock import WallClock
+from gcbench.real.torch_session import WorkerSession, start_worker
+from gcbench.real.variant import EVALUATION_THREADS, OnIteration, VariantStopped, torch_threads
+from gcbench.results.recorder import RunRecorder
+from gcbench.results.rows import identity, restore, row_dicts, table_columns
+from gcbench.scenario.build import scheme_for
+from gcbench.scenario.draws import draw_run
+from gcbench.scenario.schema import Scenario
+from gcbench.training.data import Dataset
+from gcbench.training.device import resolve_device
+from gcbench.training.evaluation import evaluate_master
+from gcbench.training.gradients import FlatModel
+from gcbench.training.models import build_model
+
+
+class RankLauncher:
+    """Starts the ranks' processes (the ``launcher`` of the torch cluster's worker sessions, another module)."""
+
+    def __init__(self, world: int, port: int, timeout: float) -> None:
+        self.world, self.port, self.timeout = world, port, timeout
+
+    def spawn(self, rank: int, session: int, scope: str = "") -> subprocess.Popen:
+        arguments = [rank, self.world, self.port, self.timeout]
+        return start_worker([sys.executable, "-m", "gcbench.real.ddp_rank", *map(str, arguments)])
+
+
+class DDPRun:
+    """Variant ``index`` (an allreduce one) of the scenario with one seed: its recorder, checkpoint and ranks."""
+
+    needs_ray = False  # its ranks are torch.distributed processes whatever the backend
+
+    def __init__(self, scenario: Scenario, index: int, seed: int, data: Dataset, checkpoint: Path | None,
+                 backend: str = "torch") -> None:  # fmt: skip
+        self.scenario, self.index, self.seed, self.data, self.backend = scenario, index, seed, data, backend
+        self.variant = scenario.variants[index]
+        self.scheme = scheme_for(scenario, self.variant)
+        self.n, self.timeout = self.scheme.n, scenario.training.timeout
+        self.loads = np.ones(self.n, dtype=int)
+        self.checkpoint = checkpoint
+        self.state = load_checkpoint(checkpoint, scenario, self.variant, data) if checkpoint else None
+        self.rec = RunRecorder(scenario.iterations, self.n)
+        self.draws = draw_run(scenario, self.scheme, seed)  # the straggling and overhead rows of uncoded wait_all
+        self.rec.straggling[:] = self.draws.straggling
+        if self.state:
+            restore(self.rec, self.state["rows"], self.state["workers"])
+        self.resumed_at = self.next_iteration = self.state["next_iteration"] if self.state else 0
+        self.checkpointed = self.resumed_at
+        self.stopped: str | None = None
+        self.sessions: list[WorkerSession] = []
+        self.rendezvous = None
+        self.inbox: queue.Queue = queue.Queue()
+        self.clock = WallClock()
+        self.model = build_model(scenario.training.model, data.classes, seed)  # rank 0's weights, between blocks
+        self.flat = FlatModel(self.model, scenario.training)
+
+    @property
+    def label(self) -> str:
+        return self.variant.display_label()
+
+    @property
+    def finished(self) -> bool:
+        return self.stopped is not None or self.next_iteration >= self.scenario.iterations
+
+    def run_block(self, last: int, on_iteration: OnIteration | None = None) -> None:
+        """Iterations ``next_iteration`` to ``last`` (exclusive), in stretches that end where the driver
+        evaluates; then a checkpoint."""
+        try:
+            if not self.sessions:
+                self._start()
+            self.clock.resume()
+            for first, end in stretches(self.next_iteration, last, self.scenario):
+                self._train(first, end, on_iteration)
+            self.clock.pause()
+        except GcbenchError as error:
+            self.stopped = str(error)
+            self.close()
+            raise VariantStopped(str(error), *self.frames()) from None
+        if self.checkpoint:
+            rows, workers = row_dicts(self.rec, self.loads, self.next_iteration)
+            rng = torch.get_rng_state()  # the driver's: the ranks draw no random numbers
+            save_checkpoint(self.checkpoint, self.model, self.flat.optimizer, self.next_iteration, rows, workers, rng)
+            self.checkpointed = self.next_iteration
+        if self.finished:
+            self.close()
+
+    def _start(self) -> None:
+        from gcbench.real import torch_channel
+
+        # kept for the whole run: NCCL builds its communicator through the store at the first all-reduce
+        self.rendezvous = rendezvous = torch_channel.store(0, self.timeout)
+        launcher = RankLauncher(self.n, rendezvous.port, self.timeout)
+        self.sessions = [WorkerSession(r, 0, launcher, self.timeout) for r in range(self.n)]
+        device, backend = rank_devices(self.scenario, self.n)
+        shards = self._shards()
+        for session in self.sessions:
+            try:
+                session.connect(rendezvous, self.inbox)
+            except RuntimeError:  # gloo gave up waiting for it
+                raise GcbenchError(
+                    f"rank {session.worker} of '{self.label}' did not join within {self.timeout:g} s "
+                    "(training.timeout)."
+                ) from None
+            session.send(self._setup(session.worker, device[session.worker], backend, shards[session.worker]))
+        for _ in range(self.n):
+            self._take(("ready",))
+        self.state = None  # sent: its rows live on in the recorder
+        self.clock.continue_from(float(self.rec.end[self.next_iteration - 1]) if self.next_iteration else 0.0)
+        self.clock.pause()
+
+    def _shards(self) -> list:
+        from gcbench.training.batches import PartitionSampler
+
+        training = self.scenario.training
+        sampler = PartitionSampler(len(self.data.train_labels), self.n, training.batch_size, self.seed)
+        return sampler.shard_data(self.data.train_images, self.data.train_labels)
+
+    def _setup(self, rank: int, device: str, backend: str, shard) -> dict[str, Any]:
+        policy, state = self.variant.policy, self.state
+        return {
+            "kind": "setup", "training": self.scenario.training, "device": device, "backend": backend,
+            "classes": self.data.classes, "seed": self.seed, "samples": len(self.data.train_labels), "shard": shard,
+            "straggling": self.scenario.straggling, "straggles": self.draws.straggling[:, rank].tolist(),
+            "overhead": self.draws.overhead[:, rank].tolist(), "hook": policy.hook,
+            "powersgd_rank": policy.rank,
+            "state": {"model": state["model"], "optimizer": state["optimizer"]} if state else None,
+        }  # fmt: skip
+
+    def _train(self, first: int, end: int, on_iteration: OnIteration | None) -> None:
+        """Iterations first..end-1 on every rank; then rank 0's weights, evaluated where the scenario says."""
+        for session in self.sessions:
+            if not session.send({"kind": "run", "first": first, "last": end}):
+                raise GcbenchError(self._lost(session.worker, first))
+        reports: dict[int, list[dict]] = {}
+        state = None  # rank 0's, after its last iteration: it may come before another rank's last report
+        for t in range(first, end):
+            while len(reports.get(t, [])) < self.n:
+                kind, rank, message = self._take(("iteration", "state"), t)
+                if kind == "state":
+                    state = message
+                else:
+                    reports.setdefault(message["iteration"], []).append({**message, "rank": rank})
+            self._record(t, reports.pop(t))
+            if t < end - 1 and on_iteration:
+                on_iteration(t + 1, float(self.rec.loss[t]), np.nan)
+        state = state or self._take(("state",), end - 1)[2]
+        self.model.load_state_dict(state["model"])
+        self.flat.optimizer.load_state_dict(state["optimizer"])
+        accuracy = np.nan
+        if end % self.scenario.training.eval_every == 0 or end == self.scenario.iterations:
+            with torch_threads(EVALUATION_THREADS):  # (between iterations: in no iteration's duration)
+                accuracy = evaluate_master(self.model, self.data, self.scenario.training.batch_size)
+        self.rec.accuracy[end - 1] = accuracy
+        self.next_iteration = end
+        if on_iteration:
+            on_iteration(end, float(self.rec.loss[end - 1]), accuracy)
+
+    def _record(self, t: int, reports: list[dict]) -> None:
+        rec, at = self.rec, self.clock.at
+        for report in reports:
+            r = report["rank"]
+            rec.compute_start[t, r], rec.compute_end[t, r] = at(report["start"]), at(report["ready"])
+            rec.arrival[t, r], rec.injected[t, r] = at(report["end"]), report["injected"]
+        rec.used[t], rec.failed[t] = True, False
+        rec.start[t], rec.end[t] = rec.compute_start[t].min(), rec.arrival[t].max()
+        rec.duration[t] = max(report["end"] for report in reports) - min(report["start"] for report in reports)
+        rec.reason[t], rec.exact[t], rec.residual[t], rec.staleness[t] = "all_arrived", True, 0.0, 0.0
+        rec.loss[t] = sum(report["loss"] for report in reports)
+
+    def _take(self, kinds: tuple[str, ...], t: int | None = None) -> tuple[str, int, dict]:
+        """The next message from the ranks, of one of these kinds; an exit or a silent training.timeout stops the
+        variant."""
+        try:
+            kind, rank, _, message = self.inbox.get(timeout=self.timeout)
+        except queue.Empty:
+            raise GcbenchError(
+                f"the ranks of '{self.label}' sent nothing for {self.timeout:g} s (training.timeout)"
+                + ("" if t is None else f" in iteration {t}")
+                + "."
+            ) from None
+        if kind == "exit":
+            raise GcbenchError(self._lost(rank, t, message["code"]))
+        if kind not in kinds:
+            raise RuntimeError(f"rank {rank} sent {kind} where {' or '.join(kinds)} was due")
+        return kind, rank, message
+
+    def _lost(self, rank: int, t: int | None, code: int | None = None) -> str:
+        status = "" if code is None else f" (status {code})"
+        when = "while starting" if t is None else f"in iteration {t}"
+        return (
+            f"rank {rank} of '{self.label}' exited{status} {when}; DistributedDataParallel has no fault "
+            "tolerance, so the variant stops."
+        )
+
+    def frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The iterations and workers tables of what this run has done so far."""
+        v = self.variant
+        keys = identity(self.label, v.scheme, v.s, self.scheme.m, v.policy.name, self.seed)
+        iterations, workers = table_columns(self.rec, keys, self.loads, self.next_iteration, trained=True)
+        return pd.DataFrame(iterations), pd.DataFrame(workers)
+
+    def close(self, interrupted: bool = False) -> None:
+        """Stop every rank (a stop message, then SIGTERM, then SIGKILL): none outlives the run."""
+        for session in self.sessions:
+            if session.sender is not None:
+                session.send({"kind": "stop"})
+        for session in self.sessions:
+            session.stop()
+        self.sessions, self.rendezvous = [], None
+
+    def worker_pids(self) -> list[int]:
+        return [session.pid for session in self.sessions if session.alive()]
+
+
+def stretches(first: int, last: int, scenario: Scenario) -> list[tuple[int, int]]:
+    """Iterations first..last-1 cut after every evaluation (every ``eval_every``): the driver evaluates between."""
+    every = scenario.training.eval_every
+    cuts = sorted({first, last, *range((first // every + 1) * every, last, every)})
+    return list(zip(cuts[:-1], cuts[1:], strict=False))
+
+
+def rank_devices(scenario: Scenario, n: int) -> tuple[list[str], str]:
+    """Each rank's device and the process group's backend: NCCL when every rank has a GPU of its own
+    (``device: auto`` or ``cuda`` with at least n GPUs), else gloo, every rank on the scenario's device."""
+    device = resolve_device(scenario.training.device)
+    if device.type == "cuda" and scenario.training.device in ("auto", "cuda") and torch.cuda.device_count() >= n:
+        return [f"cuda:{r}" for r in range(n)], "nccl"
+    return [str(device)] * n, "gloo"
