@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
-pytest.importorskip("pandas")
+pytest.importorskip("torch", reason="torch is part of the [real] extra")
 
 from gcbench.results.store import read_results  # noqa: E402
 
