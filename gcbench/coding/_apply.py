@@ -2,7 +2,8 @@
 
 Both paths accumulate in place with a fused multiply-add (BLAS axpy for numpy,
 ``Tensor.add_(alpha=...)`` for torch), so a weighted sum reads each message once,
-like a plain sum, and torch tensors never leave their device.
+like a plain sum, and torch tensors never leave their device. ``combine_into``
+forms all m decoded slices in the same single pass over the messages.
 """
 
 from __future__ import annotations
@@ -13,6 +14,11 @@ import numpy as np
 from scipy.linalg import blas
 
 _AXPY = {np.dtype(np.float32): blas.saxpy, np.dtype(np.float64): blas.daxpy}
+# Columns of the m output slices taken at a time on a CPU: the block (m slices) stays in a core's L2
+# cache while every message adds in, so messages are read once and the output written once (measured:
+# 1 MiB beat 256 KiB, whose Python calls cost more, and 4 MiB, which spills to L3).
+BLOCK_BYTES = 1 << 20
+_NUMPY_BACKED = {"torch.float16": np.float16, "torch.float32": np.float32, "torch.float64": np.float64}
 
 
 def is_torch(x: object) -> bool:
@@ -42,6 +48,10 @@ def weighted_sum_into(out, weights: Sequence[float], vectors: Sequence) -> None:
 def empty_like_vector(template, length: int):
     """A new 1-D vector of the template's kind, dtype and device."""
     if is_torch(template):
+        if template.device.type == "cpu" and str(template.dtype) in _NUMPY_BACKED:
+            # numpy asks the kernel for huge pages on large arrays; torch's CPU allocator does not, and a
+            # fresh 45 MB gradient then costs 11k page faults, as much as decoding into it (measured)
+            return _torch_from_numpy(np.empty(length, dtype=_NUMPY_BACKED[str(template.dtype)]))
         dtype = template.dtype if template.is_floating_point() else None
         return template.new_empty(length, dtype=dtype)
     dtype = template.dtype if np.issubdtype(template.dtype, np.floating) else np.float64
@@ -56,3 +66,75 @@ def pad_to(vector, length: int):
     out[: vector.shape[0]] = vector
     out[vector.shape[0] :] = 0
     return out
+
+
+def combine_into(out, weights: np.ndarray, vectors: Sequence) -> None:
+    """Set row u of ``out`` (m x L) to sum_i weights[u, i] * vectors[i]: W times the r x L message block.
+
+    One pass over the messages for all m rows (a separate pass per row reads every message m times).
+    Messages whose weights are all zero are skipped. On a GPU it is one matrix product; on a CPU a
+    sweep over cache-sized blocks of columns, in which each message's block is read once and added
+    into every row's block while both are in cache.
+    """
+    used = np.flatnonzero(np.any(weights != 0.0, axis=0))
+    if used.size == 0:
+        out[...] = 0
+        return
+    weights, vectors = weights[:, used], [vectors[i] for i in used]
+    if is_torch(out) and out.device.type != "cpu":
+        block = _torch_block(vectors)
+        out.copy_(_torch_weights(weights, block) @ block)
+        return
+    per_row = [w.tolist() for w in weights.T]  # per message: its weight in each row, as Python floats
+    torch_out = is_torch(out)
+    itemsize = out.element_size() if torch_out else out.itemsize
+    columns = max(1024, BLOCK_BYTES // (out.shape[0] * itemsize))
+    add = _torch_block_add if torch_out else _numpy_block_add
+    for start in range(0, out.shape[1], columns):
+        add(out[:, start : start + columns], per_row, [v[start : start + columns] for v in vectors])
+
+
+def _numpy_block_add(out: np.ndarray, per_row: list[list[float]], blocks: list[np.ndarray]) -> None:
+    rows = list(out)
+    for u, row in enumerate(rows):
+        np.multiply(blocks[0], per_row[0][u], out=row)
+    axpy = _AXPY.get(out.dtype)
+    for w, v in zip(per_row[1:], blocks[1:], strict=True):
+        fast = axpy is not None and v.dtype == out.dtype and v.flags.c_contiguous
+        for u, row in enumerate(rows):
+            if w[u] == 0.0:
+                continue
+            if fast:
+                axpy(v, row, a=w[u])
+            else:
+                row += w[u] * v
+
+
+def _torch_block_add(out, per_row: list[list[float]], blocks: list) -> None:
+    import torch  # only reached with torch tensors
+
+    rows = list(out.unbind(0))
+    for u, row in enumerate(rows):
+        torch.mul(blocks[0], per_row[0][u], out=row)
+    for w, v in zip(per_row[1:], blocks[1:], strict=True):
+        for u, row in enumerate(rows):
+            if w[u] != 0.0:
+                row.add_(v, alpha=w[u])
+
+
+def _torch_block(vectors: list):
+    import torch  # only reached with torch tensors
+
+    return torch.stack(list(vectors))
+
+
+def _torch_weights(weights: np.ndarray, like):
+    import torch
+
+    return torch.as_tensor(weights, dtype=like.dtype, device=like.device)
+
+
+def _torch_from_numpy(array: np.ndarray):
+    import torch
+
+    return torch.from_numpy(array)

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gcbench.coding._apply import empty_like_vector, pad_to, weighted_sum_into
+from gcbench.coding._apply import combine_into, empty_like_vector, pad_to, weighted_sum_into
 from gcbench.coding._conditioning import ConditionReport, condition_report
 from gcbench.coding._errors import NotDecodable, SchemeParameterError, check_int, check_like_default
 from gcbench.coding._linear import Decoding, least_squares_weights, make_decoding, targets
@@ -271,26 +271,34 @@ class Scheme(abc.ABC):
             out.append(message)
         return out
 
-    def decode(self, received: Mapping[int, Sequence[Any]], d: int | None = None, approximate: bool = False) -> Any:
+    def decode(
+        self, received: Mapping[int, Sequence[Any]], d: int | None = None, approximate: bool = False, out: Any = None
+    ) -> Any:
         """The full gradient (length d) from worker -> list of its messages (None for one not received).
 
         ``approximate=True`` returns the least-squares estimate even when the set
-        does not decode exactly (its residual: ``approximate_decoding``).
+        does not decode exactly (its residual: ``approximate_decoding``). ``out``: a
+        1-D array or tensor of length d (the messages' kind) to write the gradient
+        into and return, so a training loop can decode into one buffer every step.
         """
         ids, vectors = self._gather(received)
         dec = self.approximate_decoding(ids) if approximate else self.decoding(ids)
         position = {mid: i for i, mid in enumerate(ids)}
         ordered = [vectors[position[mid]] for mid in dec.message_ids]
         length = int(ordered[0].shape[0])
-        out = empty_like_vector(ordered[0], self.m * length)
-        for u in range(self.m):
-            weighted_sum_into(out[u * length : (u + 1) * length], dec.weights[u], ordered)
-        d = d if d is not None else self._d
-        if d is None:
-            if self.m > 1:
-                raise ValueError("decode needs d= (the gradient length) when m > 1 and this scheme encoded nothing")
-            return out
-        return out[:d]
+        d = next((x for x in (d, self._d, None if out is None else int(out.shape[0])) if x is not None), None)
+        if d is None and self.m > 1:
+            raise ValueError("decode needs d= (the gradient length) when m > 1 and this scheme encoded nothing")
+        if out is not None and tuple(out.shape) != (d,):
+            raise ValueError(f"out must be a 1-D vector of the gradient's length d={d}, got shape {tuple(out.shape)}")
+        unpadded = out is not None and d == self.m * length
+        full = out if unpadded else empty_like_vector(ordered[0], self.m * length)
+        combine_into(full.reshape(self.m, length), dec.weights, ordered)
+        if out is None:
+            return full if d is None else full[:d]
+        if not unpadded:
+            out[...] = full[:d]
+        return out
 
     # -- internals ------------------------------------------------------------------
     def _worker(self, worker: int) -> int:
