@@ -8,17 +8,27 @@ forms all m decoded slices in the same single pass over the messages.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.linalg import blas
 
-_AXPY = {np.dtype(np.float32): blas.saxpy, np.dtype(np.float64): blas.daxpy}
 # Columns of the m output slices taken at a time on a CPU: the block (m slices) stays in a core's L2
 # cache while every message adds in, so messages are read once and the output written once (measured:
 # 1 MiB beat 256 KiB, whose Python calls cost more, and 4 MiB, which spills to L3).
 BLOCK_BYTES = 1 << 20
-_NUMPY_BACKED = {"torch.float16": np.float16, "torch.float32": np.float32, "torch.float64": np.float64}
+_AXPY_NAMES = {np.dtype(np.float32): "saxpy", np.dtype(np.float64): "daxpy"}
+
+
+@functools.cache
+def _axpy(dtype: np.dtype):
+    """BLAS axpy for float32 / float64, else None. Imported on first use: scipy.linalg costs 0.4 s of start-up
+    that a simulation without training never needs."""
+    if dtype not in _AXPY_NAMES:
+        return None
+    from scipy.linalg import blas
+
+    return getattr(blas, _AXPY_NAMES[dtype])
 
 
 def is_torch(x: object) -> bool:
@@ -35,7 +45,7 @@ def weighted_sum_into(out, weights: Sequence[float], vectors: Sequence) -> None:
                 out.add_(v, alpha=float(w))
         return
     out[...] = 0
-    axpy = _AXPY.get(out.dtype) if out.flags.c_contiguous else None
+    axpy = _axpy(out.dtype) if out.flags.c_contiguous else None
     for w, v in zip(weights, vectors, strict=True):
         if w == 0.0:
             continue
@@ -48,10 +58,6 @@ def weighted_sum_into(out, weights: Sequence[float], vectors: Sequence) -> None:
 def empty_like_vector(template, length: int):
     """A new 1-D vector of the template's kind, dtype and device."""
     if is_torch(template):
-        if template.device.type == "cpu" and str(template.dtype) in _NUMPY_BACKED:
-            # numpy asks the kernel for huge pages on large arrays; torch's CPU allocator does not, and a
-            # fresh 45 MB gradient then costs 11k page faults, as much as decoding into it (measured)
-            return _torch_from_numpy(np.empty(length, dtype=_NUMPY_BACKED[str(template.dtype)]))
         dtype = template.dtype if template.is_floating_point() else None
         return template.new_empty(length, dtype=dtype)
     dtype = template.dtype if np.issubdtype(template.dtype, np.floating) else np.float64
@@ -98,7 +104,7 @@ def _numpy_block_add(out: np.ndarray, per_row: list[list[float]], blocks: list[n
     rows = list(out)
     for u, row in enumerate(rows):
         np.multiply(blocks[0], per_row[0][u], out=row)
-    axpy = _AXPY.get(out.dtype)
+    axpy = _axpy(out.dtype)
     for w, v in zip(per_row[1:], blocks[1:], strict=True):
         fast = axpy is not None and v.dtype == out.dtype and v.flags.c_contiguous
         for u, row in enumerate(rows):
@@ -111,11 +117,9 @@ def _numpy_block_add(out: np.ndarray, per_row: list[list[float]], blocks: list[n
 
 
 def _torch_block_add(out, per_row: list[list[float]], blocks: list) -> None:
-    import torch  # only reached with torch tensors
-
     rows = list(out.unbind(0))
     for u, row in enumerate(rows):
-        torch.mul(blocks[0], per_row[0][u], out=row)
+        row.copy_(blocks[0]).mul_(per_row[0][u])  # the block is in cache: the second pass is cheap
     for w, v in zip(per_row[1:], blocks[1:], strict=True):
         for u, row in enumerate(rows):
             if w[u] != 0.0:
@@ -123,18 +127,11 @@ def _torch_block_add(out, per_row: list[list[float]], blocks: list) -> None:
 
 
 def _torch_block(vectors: list):
-    import torch  # only reached with torch tensors
-
-    return torch.stack(list(vectors))
+    block = vectors[0].new_empty((len(vectors), vectors[0].shape[0]))
+    for row, v in zip(block.unbind(0), vectors, strict=True):
+        row.copy_(v)
+    return block
 
 
 def _torch_weights(weights: np.ndarray, like):
-    import torch
-
-    return torch.as_tensor(weights, dtype=like.dtype, device=like.device)
-
-
-def _torch_from_numpy(array: np.ndarray):
-    import torch
-
-    return torch.from_numpy(array)
+    return like.new_tensor(weights)  # like's dtype and device

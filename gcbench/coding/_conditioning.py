@@ -16,7 +16,6 @@ squared formulation's rounding to matter, or that lose rank, are recomputed by t
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 from dataclasses import dataclass
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
 
 _REPORTS: dict[str, ConditionReport] = {}
 _SPECTRA: dict[int, tuple[Scheme, Spectrum | None]] = {}
-THREADED_FROM = 512  # from this n on, an eigendecomposition gains from BLAS threads
 BUDGET = 3e8  # multiply-adds a bounded check may spend on the bisections (about a second of numpy)
 
 
@@ -65,22 +63,9 @@ def condition_report(scheme: Scheme, limit: int | None, stop_above: float = floa
     """
     key = f"{type(scheme).__name__}:{scheme!r}:{limit}:{stop_above}"
     if key not in _REPORTS:
-        with _blas_threads(scheme.n):
-            sets, exhaustive = straggler_sets(scheme.n, scheme.s, _limit(scheme) if limit is None else limit)
-            _REPORTS[key] = _scan(scheme, sets, exhaustive, stop_above)
+        sets, exhaustive = straggler_sets(scheme.n, scheme.s, _limit(scheme) if limit is None else limit)
+        _REPORTS[key] = _scan(scheme, sets, exhaustive, stop_above)
     return _REPORTS[key]
-
-
-def _blas_threads(n: int):
-    """One BLAS thread for small matrices: OpenBLAS's threads cost more than they save there, and on a
-    loaded machine far more (CR at n = 100, s = 2 took 273 s of wall time against 4 s on one thread)."""
-    if n >= THREADED_FROM:
-        return contextlib.nullcontext()
-    try:
-        from threadpoolctl import threadpool_limits  # optional: with the [real] extra, or beside scikit-learn
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _limit(scheme: Scheme) -> int:
