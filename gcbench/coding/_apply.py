@@ -91,6 +91,10 @@ def combine_into(out, weights: np.ndarray, vectors: Sequence) -> None:
         block = _torch_block(vectors)
         out.copy_(_torch_weights(weights, block) @ block)
         return
+    if is_torch(out):
+        views = _numpy_views([out, *vectors])
+        if views is not None:  # CPU float tensors: numpy's path on the same memory (a torch op per block costs more)
+            out, vectors = views[0], views[1:]
     per_row = [w.tolist() for w in weights.T]  # per message: its weight in each row, as Python floats
     torch_out = is_torch(out)
     itemsize = out.element_size() if torch_out else out.itemsize
@@ -114,6 +118,13 @@ def _numpy_block_add(out: np.ndarray, per_row: list[list[float]], blocks: list[n
                 axpy(v, row, a=w[u])
             else:
                 row += w[u] * v
+
+
+def _numpy_views(tensors: list) -> list[np.ndarray] | None:
+    """numpy arrays sharing the tensors' memory, when every one is a CPU tensor of a dtype numpy has."""
+    if any(t.device.type != "cpu" or str(t.dtype) not in ("torch.float32", "torch.float64") for t in tensors):
+        return None
+    return [t.detach().numpy() for t in tensors]
 
 
 def _torch_block_add(out, per_row: list[list[float]], blocks: list) -> None:
