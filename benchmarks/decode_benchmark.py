@@ -107,7 +107,7 @@ def time_one(scheme, pool: list, d: int, repeats: int, with_torch: bool) -> str:
     base, dec, fresh = ratio(repeats, reference, functools.partial(scheme.decode, received, d))
     buffer = np.empty(d, dtype=np.float32)
     into = ratio(repeats, reference, functools.partial(scheme.decode, received, d, out=buffer))[2]
-    floor = functools.partial(sum_and_write, vectors, buffer[: scheme.m * length].reshape(scheme.m, length))
+    floor = functools.partial(sum_and_write, vectors, np.empty((scheme.m, length), dtype=np.float32))
     above_floor = ratio(repeats, floor, functools.partial(scheme.decode, received, d, out=buffer))[2]
     extra = " ".join(f"{r:>6.2f}" for r in torch_ratios(scheme, received, d, repeats)) if with_torch else ""
     row = f"{scheme.n:>3} {s:>3} {scheme.m:>2} {scheme.name:>10} {len(vectors):>3}"
