@@ -13,9 +13,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-# Columns of the m output slices taken at a time on a CPU: the block (m slices) stays in a core's L2
-# cache while every message adds in, so messages are read once and the output written once (measured:
-# 1 MiB beat 256 KiB, whose Python calls cost more, and 4 MiB, which spills to L3).
+# Columns taken at a time on a CPU: 1 MiB of each output slice and of each message (2^18 float32). Each
+# message's block is read from memory once and added into the m slices' blocks while they are in cache
+# (L2/L3). Measured with out= at d = 11.2M, CPU time over a plain sum: 2^18 columns 0.64 / 0.81 / 0.94 for
+# m = 1 / 2 / 3; 2^17 columns 0.73 / 0.95 / 1.08 (more Python calls); m x 1 MiB blocks at m = 3 were 2.1.
 BLOCK_BYTES = 1 << 20
 _AXPY_NAMES = {np.dtype(np.float32): "saxpy", np.dtype(np.float64): "daxpy"}
 
@@ -98,7 +99,7 @@ def combine_into(out, weights: np.ndarray, vectors: Sequence) -> None:
     per_row = [w.tolist() for w in weights.T]  # per message: its weight in each row, as Python floats
     torch_out = is_torch(out)
     itemsize = out.element_size() if torch_out else out.itemsize
-    columns = max(1024, BLOCK_BYTES // (out.shape[0] * itemsize))
+    columns = max(1024, BLOCK_BYTES // itemsize)
     add = _torch_block_add if torch_out else _numpy_block_add
     for start in range(0, out.shape[1], columns):
         add(out[:, start : start + columns], per_row, [v[start : start + columns] for v in vectors])
