@@ -75,8 +75,8 @@ def pad_to(vector, length: int):
     return out
 
 
-def combine_into(out, weights: np.ndarray, vectors: Sequence) -> None:
-    """Set row u of ``out`` (m x L) to sum_i weights[u, i] * vectors[i]: W times the r x L message block.
+def combine_into(rows: Sequence, weights: np.ndarray, vectors: Sequence) -> None:
+    """Set ``rows[u]`` (m vectors of length L) to sum_i weights[u, i] * vectors[i]: W times the r x L block.
 
     One pass over the messages for all m rows (a separate pass per row reads every message m times).
     Messages whose weights are all zero are skipped. On a GPU it is one matrix product; on a CPU a
@@ -85,33 +85,35 @@ def combine_into(out, weights: np.ndarray, vectors: Sequence) -> None:
     """
     used = np.flatnonzero(np.any(weights != 0.0, axis=0))
     if used.size == 0:
-        out[...] = 0
+        for row in rows:
+            row[...] = 0
         return
     weights, vectors = weights[:, used], [vectors[i] for i in used]
-    if is_torch(out) and out.device.type != "cpu":
+    if is_torch(rows[0]) and rows[0].device.type != "cpu":
         block = _torch_block(vectors)
-        out.copy_(_torch_weights(weights, block) @ block)
+        for row, value in zip(rows, (_torch_weights(weights, block) @ block).unbind(0), strict=True):
+            row.copy_(value)
         return
-    if is_torch(out):
-        views = _numpy_views([out, *vectors])
+    if is_torch(rows[0]):
+        views = _numpy_views([*rows, *vectors])
         if views is not None:  # CPU float tensors: numpy's path on the same memory (a torch op per block costs more)
-            out, vectors = views[0], views[1:]
+            rows, vectors = views[: len(rows)], views[len(rows) :]
     per_row = [w.tolist() for w in weights.T]  # per message: its weight in each row, as Python floats
-    torch_out = is_torch(out)
-    itemsize = out.element_size() if torch_out else out.itemsize
+    torch_rows = is_torch(rows[0])
+    itemsize = rows[0].element_size() if torch_rows else rows[0].itemsize
     columns = max(1024, BLOCK_BYTES // itemsize)
-    add = _torch_block_add if torch_out else _numpy_block_add
-    for start in range(0, out.shape[1], columns):
-        add(out[:, start : start + columns], per_row, [v[start : start + columns] for v in vectors])
+    add = _torch_block_add if torch_rows else _numpy_block_add
+    for start in range(0, rows[0].shape[0], columns):
+        end = start + columns
+        add([row[start:end] for row in rows], per_row, [v[start:end] for v in vectors])
 
 
-def _numpy_block_add(out: np.ndarray, per_row: list[list[float]], blocks: list[np.ndarray]) -> None:
-    rows = list(out)
+def _numpy_block_add(rows: list[np.ndarray], per_row: list[list[float]], blocks: list[np.ndarray]) -> None:
     for u, row in enumerate(rows):
         np.multiply(blocks[0], per_row[0][u], out=row)
-    axpy = _axpy(out.dtype)
+    axpy = _axpy(rows[0].dtype) if all(row.flags.c_contiguous for row in rows) else None
     for w, v in zip(per_row[1:], blocks[1:], strict=True):
-        fast = axpy is not None and v.dtype == out.dtype and v.flags.c_contiguous
+        fast = axpy is not None and v.dtype == rows[0].dtype and v.flags.c_contiguous
         for u, row in enumerate(rows):
             if w[u] == 0.0:
                 continue
@@ -128,8 +130,7 @@ def _numpy_views(tensors: list) -> list[np.ndarray] | None:
     return [t.detach().numpy() for t in tensors]
 
 
-def _torch_block_add(out, per_row: list[list[float]], blocks: list) -> None:
-    rows = list(out.unbind(0))
+def _torch_block_add(rows: list, per_row: list[list[float]], blocks: list) -> None:
     for u, row in enumerate(rows):
         row.copy_(blocks[0]).mul_(per_row[0][u])  # the block is in cache: the second pass is cheap
     for w, v in zip(per_row[1:], blocks[1:], strict=True):

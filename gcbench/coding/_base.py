@@ -299,13 +299,17 @@ class Scheme(abc.ABC):
             raise ValueError("decode needs d= (the gradient length) when m > 1 and this scheme encoded nothing")
         if out is not None and tuple(out.shape) != (d,):
             raise ValueError(f"out must be a 1-D vector of the gradient's length d={d}, got shape {tuple(out.shape)}")
-        unpadded = out is not None and d == self.m * length
-        full = out if unpadded else empty_like_vector(ordered[0], self.m * length)
-        combine_into(full.reshape(self.m, length), dec.weights, ordered)
         if out is None:
+            full = empty_like_vector(ordered[0], self.m * length)
+            combine_into([full[u * length : (u + 1) * length] for u in range(self.m)], dec.weights, ordered)
             return full if d is None else full[:d]
-        if not unpadded:
-            out[...] = full[:d]
+        # slices that end past d (the padding) go to a spare vector, the rest straight into out
+        spans = [(u * length, min((u + 1) * length, d)) for u in range(self.m)]
+        rows = [out[a:b] if b - a == length else empty_like_vector(ordered[0], length) for a, b in spans]
+        combine_into(rows, dec.weights, ordered)
+        for (a, b), row in zip(spans, rows, strict=True):
+            if b - a < length and b > a:
+                out[a:b] = row[: b - a]
         return out
 
     # -- internals ------------------------------------------------------------------
