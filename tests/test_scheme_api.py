@@ -102,3 +102,28 @@ def test_symmetric_schemes_decode_equally_well_from_any_set_of_one_size():
                 round(scheme.approximate_decoding(rng.choice(8, size, replace=False)).residual, 12) for _ in range(5)
             }
             assert len(residuals) == 1
+
+
+@pytest.mark.parametrize("d", [12, 10])  # m = 3 divides 12; 10 needs padding
+def test_decode_writes_into_out_when_given(d):
+    scheme = make_scheme("cce_cr", n=6, s=1, m=3)
+    grads = partition_gradients(6, d, np.random.default_rng(4))
+    received = {w: scheme.encode(w, grads) for w in range(1, 6)}
+    out = np.full(d, np.nan)
+    assert scheme.decode(received, out=out) is out
+    np.testing.assert_allclose(out, grads.sum(axis=0), rtol=1e-10)
+    with pytest.raises(ValueError, match="out must be a 1-D vector of the gradient's length d="):
+        scheme.decode(received, out=np.empty(d + 1))
+
+
+@pytest.mark.parametrize("name, s, m", [("cce_cr", 2, 2), ("cce_fr", 3, 3), ("cr", 2, 1), ("fr", 2, 1)])
+def test_fused_decode_is_the_weights_times_the_messages_across_blocks(monkeypatch, name, s, m):
+    import gcbench.coding._apply as apply
+
+    monkeypatch.setattr(apply, "BLOCK_BYTES", 1)  # the smallest block (1024 columns): several blocks per slice
+    scheme = make_scheme(name, n=6, s=s, **({"m": m} if name.startswith("cce") else {}))
+    grads = partition_gradients(6, 3001 * m, np.random.default_rng(5))
+    received = {w: scheme.encode(w, grads) for w in range(2, 6)}
+    decoding = scheme.decoding(received)
+    block = np.stack([received[int(scheme.message_owner[i])][0] for i in decoding.message_ids])
+    np.testing.assert_allclose(scheme.decode(received), (decoding.weights @ block).reshape(-1), rtol=1e-12)

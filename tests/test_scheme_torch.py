@@ -37,3 +37,31 @@ def test_cuda_tensors_are_decoded_on_the_gpu():
     out = scheme.decode({w: scheme.encode(w, grads) for w in range(1, 6)})
     assert out.device.type == "cuda"
     torch.testing.assert_close(out, grads.sum(0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_tensors_decode_on_the_torch_path(dtype):
+    scheme = make_scheme("cce_cr", n=5, s=1, m=2)
+    grads = torch.randn(5, 3001, dtype=torch.float64)
+    received = {w: [m.to(getattr(torch, dtype)) for m in scheme.encode(w, grads)] for w in range(1, 5)}
+    out = scheme.decode(received)
+    assert out.dtype == getattr(torch, dtype) and out.shape == (3001,)
+    torch.testing.assert_close(out.double(), grads.sum(0), rtol=0.05, atol=0.3)
+
+
+def test_cpu_tensors_decode_into_out():
+    scheme = make_scheme("cce_fr", n=6, s=1, m=2)
+    grads = torch.randn(6, 10, dtype=torch.float32)
+    received = {w: scheme.encode(w, grads) for w in range(1, 6)}
+    out = torch.full((10,), float("nan"))
+    assert scheme.decode(received, out=out) is out
+    torch.testing.assert_close(out, grads.sum(0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_tensors_with_m_slices_are_one_matrix_product_on_the_gpu():
+    scheme = make_scheme("cce_cr", n=6, s=1, m=3)
+    grads = torch.randn(6, 1000, device="cuda")
+    out = scheme.decode({w: scheme.encode(w, grads) for w in range(1, 6)})
+    assert out.device.type == "cuda" and out.shape == (1000,)
+    torch.testing.assert_close(out, grads.sum(0), rtol=1e-4, atol=1e-4)

@@ -2,17 +2,34 @@
 
 Both paths accumulate in place with a fused multiply-add (BLAS axpy for numpy,
 ``Tensor.add_(alpha=...)`` for torch), so a weighted sum reads each message once,
-like a plain sum, and torch tensors never leave their device.
+like a plain sum, and torch tensors never leave their device. ``combine_into``
+forms all m decoded slices in the same single pass over the messages.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.linalg import blas
 
-_AXPY = {np.dtype(np.float32): blas.saxpy, np.dtype(np.float64): blas.daxpy}
+# Columns taken at a time on a CPU: 1 MiB of each output slice and of each message (2^18 float32). Each
+# message's block is read from memory once and added into the m slices' blocks while they are in cache
+# (L2/L3). Measured with out= at d = 11.2M, CPU time over a plain sum: 2^18 columns 0.64 / 0.81 / 0.94 for
+# m = 1 / 2 / 3; 2^17 columns 0.73 / 0.95 / 1.08 (more Python calls); m x 1 MiB blocks at m = 3 were 2.1.
+BLOCK_BYTES = 1 << 20
+_AXPY_NAMES = {np.dtype(np.float32): "saxpy", np.dtype(np.float64): "daxpy"}
+
+
+@functools.cache
+def _axpy(dtype: np.dtype):
+    """BLAS axpy for float32 / float64, else None. Imported on first use: scipy.linalg costs 0.4 s of start-up
+    that a simulation without training never needs."""
+    if dtype not in _AXPY_NAMES:
+        return None
+    from scipy.linalg import blas
+
+    return getattr(blas, _AXPY_NAMES[dtype])
 
 
 def is_torch(x: object) -> bool:
@@ -29,7 +46,7 @@ def weighted_sum_into(out, weights: Sequence[float], vectors: Sequence) -> None:
                 out.add_(v, alpha=float(w))
         return
     out[...] = 0
-    axpy = _AXPY.get(out.dtype) if out.flags.c_contiguous else None
+    axpy = _axpy(out.dtype) if out.flags.c_contiguous else None
     for w, v in zip(weights, vectors, strict=True):
         if w == 0.0:
             continue
@@ -56,3 +73,78 @@ def pad_to(vector, length: int):
     out[: vector.shape[0]] = vector
     out[vector.shape[0] :] = 0
     return out
+
+
+def combine_into(rows: Sequence, weights: np.ndarray, vectors: Sequence) -> None:
+    """Set ``rows[u]`` (m vectors of length L) to sum_i weights[u, i] * vectors[i]: W times the r x L block.
+
+    One pass over the messages for all m rows (a separate pass per row reads every message m times).
+    Messages whose weights are all zero are skipped. On a GPU it is one matrix product; on a CPU a
+    sweep over cache-sized blocks of columns, in which each message's block is read once and added
+    into every row's block while both are in cache.
+    """
+    used = np.flatnonzero(np.any(weights != 0.0, axis=0))
+    if used.size == 0:
+        for row in rows:
+            row[...] = 0
+        return
+    weights, vectors = weights[:, used], [vectors[i] for i in used]
+    if is_torch(rows[0]) and rows[0].device.type != "cpu":
+        block = _torch_block(vectors)
+        for row, value in zip(rows, (_torch_weights(weights, block) @ block).unbind(0), strict=True):
+            row.copy_(value)
+        return
+    if is_torch(rows[0]):
+        views = _numpy_views([*rows, *vectors])
+        if views is not None:  # CPU float tensors: numpy's path on the same memory (a torch op per block costs more)
+            rows, vectors = views[: len(rows)], views[len(rows) :]
+    per_row = [w.tolist() for w in weights.T]  # per message: its weight in each row, as Python floats
+    torch_rows = is_torch(rows[0])
+    itemsize = rows[0].element_size() if torch_rows else rows[0].itemsize
+    columns = max(1024, BLOCK_BYTES // itemsize)
+    add = _torch_block_add if torch_rows else _numpy_block_add
+    for start in range(0, rows[0].shape[0], columns):
+        end = start + columns
+        add([row[start:end] for row in rows], per_row, [v[start:end] for v in vectors])
+
+
+def _numpy_block_add(rows: list[np.ndarray], per_row: list[list[float]], blocks: list[np.ndarray]) -> None:
+    for u, row in enumerate(rows):
+        np.multiply(blocks[0], per_row[0][u], out=row)
+    axpy = _axpy(rows[0].dtype) if all(row.flags.c_contiguous for row in rows) else None
+    for w, v in zip(per_row[1:], blocks[1:], strict=True):
+        fast = axpy is not None and v.dtype == rows[0].dtype and v.flags.c_contiguous
+        for u, row in enumerate(rows):
+            if w[u] == 0.0:
+                continue
+            if fast:
+                axpy(v, row, a=w[u])
+            else:
+                row += w[u] * v
+
+
+def _numpy_views(tensors: list) -> list[np.ndarray] | None:
+    """numpy arrays sharing the tensors' memory, when every one is a CPU tensor of a dtype numpy has."""
+    if any(t.device.type != "cpu" or str(t.dtype) not in ("torch.float32", "torch.float64") for t in tensors):
+        return None
+    return [t.detach().numpy() for t in tensors]
+
+
+def _torch_block_add(rows: list, per_row: list[list[float]], blocks: list) -> None:
+    for u, row in enumerate(rows):
+        row.copy_(blocks[0]).mul_(per_row[0][u])  # the block is in cache: the second pass is cheap
+    for w, v in zip(per_row[1:], blocks[1:], strict=True):
+        for u, row in enumerate(rows):
+            if w[u] != 0.0:
+                row.add_(v, alpha=w[u])
+
+
+def _torch_block(vectors: list):
+    block = vectors[0].new_empty((len(vectors), vectors[0].shape[0]))
+    for row, v in zip(block.unbind(0), vectors, strict=True):
+        row.copy_(v)
+    return block
+
+
+def _torch_weights(weights: np.ndarray, like):
+    return like.new_tensor(weights)  # like's dtype and device

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gcbench.coding._apply import empty_like_vector, pad_to, weighted_sum_into
+from gcbench.coding._apply import combine_into, empty_like_vector, pad_to, weighted_sum_into
 from gcbench.coding._conditioning import ConditionReport, condition_report
 from gcbench.coding._errors import NotDecodable, SchemeParameterError, check_int, check_like_default
 from gcbench.coding._linear import Decoding, least_squares_weights, make_decoding, targets
@@ -118,6 +118,10 @@ class Scheme(abc.ABC):
             return True
         return False if self.threshold_decodable else None
 
+    def _structural_quality(self, key: tuple[int, ...]) -> tuple[bool, float] | None:
+        """``decode_quality`` from the structure alone (None: ask the linear algebra)."""
+        return None
+
     def _weights(self, ids: tuple[int, ...], rows: np.ndarray) -> tuple[np.ndarray, float | None]:
         """Decoding weights W (m x r) for the received rows, and their condition number if known."""
         return least_squares_weights(rows, self._target)
@@ -168,10 +172,11 @@ class Scheme(abc.ABC):
             a[w, list(parts)] = 1
         return a
 
-    def worst_condition(self, limit: int = 5000, stop_above: float = float("inf")) -> ConditionReport:
+    def worst_condition(self, limit: int | None = 5000, stop_above: float = float("inf")) -> ConditionReport:
         """Worst condition number over the straggler sets of size s (all, or a seeded sample).
 
-        ``stop_above``: stop at the first set above it (enough to refuse a construction).
+        ``limit``: the most sets (None: what a bounded check affords). ``stop_above``: stop at the
+        first set above it (enough to refuse a construction).
         """
         return condition_report(self, limit, stop_above)
 
@@ -215,6 +220,9 @@ class Scheme(abc.ABC):
         key = tuple(sorted(set(message_ids)))
         if not key:
             return False, float("inf")
+        structural = self._structural_quality(key)
+        if structural is not None:
+            return structural
         if self.exact and self.can_decode(key):
             return True, 0.0
         found = self.approximate_decoding(key)
@@ -273,26 +281,38 @@ class Scheme(abc.ABC):
             out.append(message)
         return out
 
-    def decode(self, received: Mapping[int, Sequence[Any]], d: int | None = None, approximate: bool = False) -> Any:
+    def decode(
+        self, received: Mapping[int, Sequence[Any]], d: int | None = None, approximate: bool = False, out: Any = None
+    ) -> Any:
         """The full gradient (length d) from worker -> list of its messages (None for one not received).
 
         ``approximate=True`` returns the least-squares estimate even when the set
-        does not decode exactly (its residual: ``approximate_decoding``).
+        does not decode exactly (its residual: ``approximate_decoding``). ``out``: a
+        1-D array or tensor of length d (the messages' kind) to write the gradient
+        into and return, so a training loop can decode into one buffer every step.
         """
         ids, vectors = self._gather(received)
         dec = self.approximate_decoding(ids) if approximate else self.decoding(ids)
         position = {mid: i for i, mid in enumerate(ids)}
         ordered = [vectors[position[mid]] for mid in dec.message_ids]
         length = int(ordered[0].shape[0])
-        out = empty_like_vector(ordered[0], self.m * length)
-        for u in range(self.m):
-            weighted_sum_into(out[u * length : (u + 1) * length], dec.weights[u], ordered)
-        d = d if d is not None else self._d
-        if d is None:
-            if self.m > 1:
-                raise ValueError("decode needs d= (the gradient length) when m > 1 and this scheme encoded nothing")
-            return out
-        return out[:d]
+        d = next((x for x in (d, self._d, None if out is None else int(out.shape[0])) if x is not None), None)
+        if d is None and self.m > 1:
+            raise ValueError("decode needs d= (the gradient length) when m > 1 and this scheme encoded nothing")
+        if out is not None and tuple(out.shape) != (d,):
+            raise ValueError(f"out must be a 1-D vector of the gradient's length d={d}, got shape {tuple(out.shape)}")
+        if out is None:
+            full = empty_like_vector(ordered[0], self.m * length)
+            combine_into([full[u * length : (u + 1) * length] for u in range(self.m)], dec.weights, ordered)
+            return full if d is None else full[:d]
+        # slices that end past d (the padding) go to a spare vector, the rest straight into out
+        spans = [(u * length, min((u + 1) * length, d)) for u in range(self.m)]
+        rows = [out[a:b] if b - a == length else empty_like_vector(ordered[0], length) for a, b in spans]
+        combine_into(rows, dec.weights, ordered)
+        for (a, b), row in zip(spans, rows, strict=True):
+            if b - a < length and b > a:
+                out[a:b] = row[: b - a]
+        return out
 
     # -- internals ------------------------------------------------------------------
     def _worker(self, worker: int) -> int:
@@ -344,8 +364,8 @@ class Scheme(abc.ABC):
         return "use fewer workers or stragglers, or fr / cce_fr, which are always well conditioned"
 
     def _refuse_if_ill_conditioned(self) -> None:
-        # each set costs an SVD of about n x n: keep the check within seconds at large n
-        report = self.worst_condition(limit=int(np.clip(4e9 / self.n**3, 16, 2000)), stop_above=CONDITION_LIMIT)
+        # limit=None: as many sets as the bounded check affords (gcbench/coding/_conditioning.py)
+        report = self.worst_condition(limit=None, stop_above=CONDITION_LIMIT)
         if report.worst > CONDITION_LIMIT:
             what = (
                 f"the straggler set {list(report.worst_stragglers)} cannot be decoded in floating point"

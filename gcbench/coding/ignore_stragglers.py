@@ -32,3 +32,8 @@ class IgnoreStragglers(Scheme):
 
     def _weights(self, ids: tuple[int, ...], rows: np.ndarray) -> tuple[np.ndarray, float]:
         return np.full((1, len(ids)), self.n / len(ids)), 1.0  # distinct unit rows
+
+    def _structural_quality(self, key: tuple[int, ...]) -> tuple[bool, float]:
+        # W R - T: n/r - 1 on each received partition, -1 on each missing one (no r x n product needed)
+        r = len(key)
+        return (True, 0.0) if r == self.n else (False, float(np.sqrt(r * (self.n / r - 1) ** 2 + self.n - r)))
