@@ -73,6 +73,8 @@ class AsynchronousMaster:
                 self.submit(w, True)
             next_event, timeout = cluster.next_event, cluster.timeout
             while self.version < last:
+                if not cluster.pending():  # every worker dead for good: no wait, on any clock, can bring one
+                    raise stuck_update(self.variant.display_label(), self.version, self.variant.policy)
                 event = next_event(INF if timeout == INF else cluster.now + timeout)
                 if event is None:
                     if timeout == INF or not cluster.pending():
