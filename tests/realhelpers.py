@@ -141,12 +141,35 @@ def relative_error(got: torch.Tensor, expected: torch.Tensor) -> float:
 
 def child_processes() -> set[int]:
     """The live (not zombie) processes whose parent is this one, from /proc: what no run may leave behind."""
+    return children_of(os.getpid())
+
+
+def children_of(pid: int) -> set[int]:
+    """The live (not zombie) processes whose parent is ``pid``, from /proc."""
     children = set()
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue  # it exited meanwhile
-        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+        if int(fields[1]) == pid and fields[0] != "Z":
             children.add(int(stat.parent.name))
     return children
+
+
+def driver(*args: str, **kwargs):
+    """``gcbench ARGS`` as a process of its own (in a session of its own), through the console entry point."""
+    import subprocess
+    import sys
+
+    code = "from gcbench.cli import main; main()"
+    return subprocess.Popen([sys.executable, "-c", code, *args], start_new_session=True, **kwargs)
+
+
+def wait_for(condition, seconds: float) -> bool:
+    import time
+
+    deadline = time.time() + seconds
+    while not condition() and time.time() < deadline:
+        time.sleep(0.1)
+    return condition()

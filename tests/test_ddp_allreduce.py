@@ -19,7 +19,7 @@ from gcbench.real.local import train_local  # noqa: E402
 from gcbench.real.variant import VariantStopped  # noqa: E402
 from gcbench.training.data import synthetic  # noqa: E402
 
-from realhelpers import DATA, child_processes, scenario  # noqa: E402
+from realhelpers import DATA, child_processes, children_of, driver, scenario, wait_for  # noqa: E402
 
 runner = CliRunner()
 TINY = """\
@@ -262,37 +262,6 @@ def test_loading_a_checkpoint_leaves_its_momentum_untouched(tmp_path):
     saved = torch.load(path, weights_only=True)["optimizer"]["state"][0]["momentum_buffer"]
     state = load_checkpoint(path, sc, sc.variants[0], DATA)
     assert torch.equal(state["optimizer"]["state"][0]["momentum_buffer"], saved)
-
-
-def driver(*args: str, **kwargs):
-    import subprocess
-    import sys
-
-    code = "from gcbench.cli import main; main()"
-    return subprocess.Popen([sys.executable, "-c", code, *args], start_new_session=True, **kwargs)
-
-
-def children_of(pid: int) -> set[int]:
-    from pathlib import Path
-
-    children = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            children.add(int(stat.parent.name))
-    return children
-
-
-def wait_for(condition, seconds: float) -> bool:
-    import time
-
-    deadline = time.time() + seconds
-    while not condition() and time.time() < deadline:
-        time.sleep(0.1)
-    return condition()
 
 
 def checkpointed(iterations: int) -> str:

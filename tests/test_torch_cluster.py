@@ -20,7 +20,16 @@ from gcbench.scenario.build import scheme_for  # noqa: E402
 from gcbench.scenario.draws import draw_run  # noqa: E402
 from gcbench.testing.cluster_checks import conformance_scenario  # noqa: E402
 
-from realhelpers import DATA, child_processes, reference_gradient, relative_error, scenario  # noqa: E402
+from realhelpers import (  # noqa: E402
+    DATA,
+    child_processes,
+    children_of,
+    driver,
+    reference_gradient,
+    relative_error,
+    scenario,
+    wait_for,
+)
 
 UNIT = 0.25
 
@@ -208,35 +217,6 @@ straggling: {model: independent, probability: 0.3, delay: 0.2}
 variants: [{label: uncoded, scheme: uncoded, policy: wait_all}, {scheme: fr, s: 1}]
 training: {dataset: synthetic, batch_size: 32, eval_every: 4, checkpoint_every: 2, device: cpu}
 """
-
-
-def driver(*args: str, **kwargs):
-    import subprocess
-    import sys
-
-    code = "from gcbench.cli import main; main()"
-    return subprocess.Popen([sys.executable, "-c", code, *args], start_new_session=True, **kwargs)
-
-
-def children_of(pid: int) -> set[int]:
-    from pathlib import Path
-
-    children = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            children.add(int(stat.parent.name))
-    return children
-
-
-def wait_for(condition, seconds: float) -> bool:
-    deadline = time.time() + seconds
-    while not condition() and time.time() < deadline:
-        time.sleep(0.1)
-    return condition()
 
 
 @pytest.mark.slow
