@@ -128,3 +128,22 @@ def test_an_asynchronous_worker_killed_from_outside_starts_again_once_it_is_back
     AsynchronousMaster(ScriptedCluster(4, timeout=60.0, killed={0: 0}), variant, crash, rec).run()
     assert rec.end.tolist() == [3.5, 4.5] and rec.failed[0, 0] and rec.used.all()
     assert rec.compute_start[0, 0] == 2.5
+
+
+class EveryoneGone(ScriptedCluster):
+    """Every worker crashed for good: nothing is in flight, and a wait would only run out the timeout."""
+
+    def submit(self, worker, job, row, crash, batch=None):
+        return Job(worker, job, row, self.clock, crash)
+
+    def next_event(self, until):
+        self.waited = until
+        return super().next_event(until)
+
+
+def test_an_asynchronous_run_with_nothing_pending_is_stuck_at_once_not_after_the_timeout():
+    sc, variant, scheme, rec, crash = setup("async")
+    cluster = EveryoneGone(4, timeout=60.0)
+    with pytest.raises(Exception, match="update 0 can never finish \\(every worker crashed for good\\)"):
+        AsynchronousMaster(cluster, variant, crash, rec).run()
+    assert cluster.now == 0.0 and not hasattr(cluster, "waited")
