@@ -10,7 +10,11 @@ of the two is what gcbench's coordination adds over Ray itself. Then every varia
 scenarios/cifar10.yaml, synthetic data unless --data-dir) runs for real, and the
 speedup of each coded scheme over uncoded training is reported.
 
-    python benchmarks/real_overhead.py [--iterations 40] [--data-dir PATH] [--overhead-only]
+With ``--backend torch`` (or ``both``) the overhead is measured on the torch.distributed cluster too, against
+a bare gloo round trip with the same payloads: n worker processes, each on a two-rank gloo group of its own,
+receive the weights and send back a gradient-sized tensor, the master sending to all before receiving from any.
+
+    python benchmarks/real_overhead.py [--iterations 40] [--data-dir PATH] [--overhead-only] [--backend ray|torch|both]
 """
 
 from __future__ import annotations
@@ -57,6 +61,59 @@ def ray_round_trip(n: int, d: int, rounds: int) -> np.ndarray:
     return np.array(times)
 
 
+def gloo_round_trip(n: int, d: int, rounds: int) -> np.ndarray:
+    """Seconds per bare gloo round: d float32 weights sent to n worker processes, d floats back from each."""
+    import subprocess
+    import sys
+
+    import torch
+
+    from gcbench.real import torch_channel
+
+    store = torch_channel.store(0, 120.0)
+    here = str(Path(__file__).parent)
+    code = f"import sys; sys.path.insert(0, {here!r}); import real_overhead as r; r._echo(*sys.argv[1:])"
+    workers = [subprocess.Popen([sys.executable, "-c", code, str(w), str(store.port), str(d), str(rounds)])
+               for w in range(n)]  # fmt: skip
+    groups = [_echo_group(store, w, 0) for w in range(n)]
+    weights = torch.rand(d)
+    back = [torch.empty(d) for _ in range(n)]
+    times = []
+    for _ in range(rounds):
+        began = time.perf_counter()
+        sends = [pg.send([weights], 1, 0) for pg in groups]
+        for pg, out in zip(groups, back, strict=True):
+            pg.recv([out], 1, 0).wait()
+        for work in sends:
+            work.wait()
+        times.append(time.perf_counter() - began)
+    for worker in workers:
+        worker.wait(30)
+    return np.array(times)
+
+
+def _echo_group(store, worker: int, rank: int):
+    import datetime
+
+    import torch.distributed as dist
+
+    return dist.ProcessGroupGloo(dist.PrefixStore(f"echo{worker}/", store), rank, 2, datetime.timedelta(seconds=120))
+
+
+def _echo(worker: str, port: str, d: str, rounds: str) -> None:
+    """A bare gloo worker: receive the weights, send back as many floats, ``rounds`` times."""
+    import torch
+
+    from gcbench.real import torch_channel
+
+    torch.set_num_threads(1)
+    pg = _echo_group(torch_channel.store(int(port), 120.0), int(worker), 1)
+    weights = torch.empty(int(d))
+    for _ in range(int(rounds)):
+        pg.recv([weights], 0, 0).wait()
+        pg.send([weights.clone()], 0, 0).wait()
+
+
 def overhead_scenario(n: int, iterations: int, samples: int = 16) -> Scenario:
     return Scenario.model_validate(
         {
@@ -77,20 +134,26 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None, help="a CIFAR-10 copy (default: synthetic data)")
     parser.add_argument("--overhead-only", action="store_true", help="skip the speedup runs")
     parser.add_argument("--samples", type=int, default=16, help="samples per worker per iteration (default 16)")
+    parser.add_argument("--backend", choices=["ray", "torch", "both"], default="ray")
     args = parser.parse_args()
-    start_ray(None)
+    backends = ["ray", "torch"] if args.backend == "both" else [args.backend]
+    if "ray" in backends:
+        start_ray(None)
     print("coordination overhead per iteration (ms), after 5 warm-up iterations")
+    bare_round_trip = {"ray": ray_round_trip, "torch": gloo_round_trip}
     for n in (4, 8):
-        scenario = overhead_scenario(n, args.iterations, args.samples)
-        data = load_data(scenario)
-        table, workers = run_variant(scenario, scenario.variants[0], data, 0)
-        values = overhead(table, workers)[5:] * 1e3
-        d = sum(p.numel() for p in build_model(scenario.training.model, data.classes, 0).parameters())
-        bare = np.median(ray_round_trip(n, d, args.iterations)[5:]) * 1e3
-        print(
-            f"n={n}: median {np.median(values):.1f}  p90 {np.percentile(values, 90):.1f}  mean {values.mean():.1f}"
-            f"   bare Ray round trip {bare:.1f}   ratio {np.median(values) / bare:.2f}"
-        )
+        for backend in backends:
+            scenario = overhead_scenario(n, args.iterations, args.samples)
+            data = load_data(scenario)
+            table, workers = run_variant(scenario, scenario.variants[0], data, 0, backend=backend)
+            values = overhead(table, workers)[5:] * 1e3
+            d = sum(p.numel() for p in build_model(scenario.training.model, data.classes, 0).parameters())
+            bare = np.median(bare_round_trip[backend](n, d, args.iterations)[5:]) * 1e3
+            print(
+                f"{backend:<5} n={n}: median {np.median(values):.1f}  p90 {np.percentile(values, 90):.1f}  "
+                f"mean {values.mean():.1f}   bare {'Ray' if backend == 'ray' else 'gloo'} round trip {bare:.1f}"
+                f"   ratio {np.median(values) / bare:.2f}"
+            )
     if args.overhead_only:
         return
     scenario = load_scenario(args.scenario)[0].scenario
@@ -105,7 +168,7 @@ def main() -> None:
     print(f"\n{scenario.name}: mean iteration time under injected straggling ({args.iterations} iterations)")
     means = {}
     for variant in scenario.variants:
-        table, _ = run_variant(scenario, variant, data, 0)
+        table, _ = run_variant(scenario, variant, data, 0, backend=backends[0])
         means[variant.display_label()] = table["duration"].iloc[3:].mean()
     baseline = next(iter(means.values()))
     for label, mean in means.items():

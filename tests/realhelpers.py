@@ -158,11 +158,15 @@ def children_of(pid: int) -> set[int]:
 
 
 def driver(*args: str, **kwargs):
-    """``gcbench ARGS`` as a process of its own (in a session of its own), through the console entry point."""
+    """``gcbench ARGS`` as a process of its own (in a session of its own), through the console entry point.
+
+    Its SIGINT is Python's own whatever this process inherited: a command started in the background without
+    job control (a CI script's ``&``) ignores SIGINT, and Python then installs no KeyboardInterrupt handler."""
     import subprocess
     import sys
 
-    code = "from gcbench.cli import main; main()"
+    code = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); from gcbench.cli import main; "
+    code += "main()"
     return subprocess.Popen([sys.executable, "-c", code, *args], start_new_session=True, **kwargs)
 
 

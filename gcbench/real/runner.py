@@ -86,13 +86,15 @@ def run_variant(
     seed: int,
     progress: Callable[[int], None] | None = None,
     checkpoint: Path | None = None,
+    backend: str = "ray",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Train one variant for the scenario's iterations, alone; its iterations and workers tables.
+    """Train one variant for the scenario's iterations, alone, on ``backend`` (ray or torch); its iterations
+    and workers tables.
 
     With ``checkpoint``, the run saves every ``training.checkpoint_every`` iterations
     and, if a checkpoint exists, continues from it (times continue from where it stopped).
     """
-    run = VariantRun(scenario, scenario.variants.index(variant), seed, data, checkpoint)
+    run = VariantRun(scenario, scenario.variants.index(variant), seed, data, checkpoint, backend)
     on_iteration = (lambda done, loss, accuracy: progress(done)) if progress else None
     try:
         while not run.finished:

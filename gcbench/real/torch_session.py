@@ -21,6 +21,7 @@ from typing import Any
 
 from gcbench.real import torch_channel
 from gcbench.real.processes import alive
+from gcbench.real.torch_worker import SPARE
 
 EXIT_WAIT = 2.0  # seconds a worker gets to exit, and its receiver to end, before the next step
 
@@ -73,9 +74,6 @@ def start_worker(command: list[str]) -> subprocess.Popen:
     meet it). (Python 3.10 has no ``process_group``: a session of its own there.)"""
     own_group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
     return subprocess.Popen(command, env=_environment(), stdin=subprocess.DEVNULL, **own_group)
-
-
-SPARE = -1  # the worker number a spare process starts with; its real one comes through the store
 
 
 def stop(process) -> None:

@@ -18,24 +18,22 @@ import threading
 import time
 from typing import Any
 
-from gcbench.real import torch_channel
-from gcbench.real.torch_session import SPARE
-
 PARENT_CHECK = 0.5  # seconds between checks that the master is still alive
 SPARE_POLL = 0.01  # seconds between a spare's looks for its assignment
+SPARE = -1  # the worker number a spare process starts with; its real one comes through the store
 
 
-def serve(
-    worker: int, session: int, port: int, timeout: float, host: str = torch_channel.HOST, scope: str = ""
-) -> None:
+def serve(worker: int, session: int, port: int, timeout: float, host: str = "127.0.0.1", scope: str = "") -> None:
     """The process's whole life: join the channel (on the store at ``host``:``port``, under the cluster's
     ``scope``), then compute jobs until told to stop."""
+    # first, before torch's import (seconds on a loaded machine): a master killed meanwhile is noticed
+    threading.Thread(target=_orphan_watch, args=(os.getppid(),), daemon=True).start()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # (in a process group of its own anyway: the master ends it)
     import torch
 
+    from gcbench.real import torch_channel
+
     torch.set_num_threads(1)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the whole terminal's group: the master ends it
-    parent = os.getppid()
-    threading.Thread(target=_orphan_watch, args=(parent,), daemon=True).start()
     rendezvous = torch_channel.scoped(torch_channel.store(port, timeout, host), scope)
     if worker == SPARE:
         worker, session = _assignment(rendezvous, session)
@@ -67,6 +65,8 @@ def _assignment(rendezvous, number: int) -> tuple[int, int]:
 
 
 def _receive(down, take, inbox: queue.Queue) -> None:
+    from gcbench.real import torch_channel
+
     torch_channel.receive_forever(down, 0, take)
     inbox.put({"kind": "stop"})  # the master is gone: nothing more will come
 
@@ -88,7 +88,7 @@ def _worker(worker: int, spec: dict[str, Any] | None):
     return GradientWorker(worker, spec["scheme"], spec["setup"])
 
 
-def _work(worker: int, abandoned: set[int], inbox: queue.Queue, sender: torch_channel.Sender) -> None:
+def _work(worker: int, abandoned: set[int], inbox: queue.Queue, sender) -> None:
     actor = weights = None
     while (message := inbox.get())["kind"] != "stop":
         kind = message["kind"]
