@@ -105,12 +105,7 @@ def run_task(
     with tempfile.TemporaryDirectory(prefix="gcbench-") as folder:
         writer = ResultsWriter(Path(folder), with_workers)
         tables = Tables(value_types([point.values]), point.scenario.training.in_simulator, with_workers)
-        try:
-            write_task(point, index, task, tables, writer)
-        except BaseException:
-            writer.abort()
-            raise
-        writer.close()
+        write_all(point, index, task, tables, writer)
         frames = [pd.read_parquet(Path(folder) / f"{name}.parquet") for name in writer.files]
     columns = [{name: frame[name].to_numpy() for name in frame.columns} for frame in frames]
     return columns[0], columns[1] if with_workers else None
@@ -118,14 +113,18 @@ def run_task(
 
 def run_part(point: SweepPoint, index: int, task: Task, tables: Tables, folder: Path) -> Path:
     """``write_task`` in another process, into a part of its own for the parent to append."""
-    writer = part_writer(folder, tables.with_workers)
+    write_all(point, index, task, tables, part_writer(folder, tables.with_workers))
+    return folder
+
+
+def write_all(point: SweepPoint, index: int, task: Task, tables: Tables, writer) -> None:
+    """``write_task``, then close the writer; on any failure abort it, so that no partial file is left."""
     try:
         write_task(point, index, task, tables, writer)
     except BaseException:
         writer.abort()
         raise
     writer.close()
-    return folder
 
 
 def stream_points(
