@@ -230,8 +230,14 @@ def test_a_killed_driver_leaves_no_worker_and_its_torch_run_resumes_every_iterat
     out, quiet = tmp_path / "run", {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     first = driver("run", str(tmp_path / "resume.yaml"), "--backend", "torch", "--out", str(out), **quiet)
     assert wait_for(lambda: (out / "checkpoints" / "variant0-seed0.pt").exists() or first.poll() is not None, 240)
-    workers = children_of(first.pid)  # the first variant's, and the second's once its turn has begun
-    assert len(workers) in (4, 8), f"the driver's workers: {workers}"
+    seen: list[set[int]] = []  # the first variant's workers, and the second's once its turn has begun
+
+    def settled() -> bool:  # read once a round: while the second variant starts, the count passes 5 to 7
+        seen.append(children_of(first.pid))
+        return len(seen[-1]) in (4, 8)
+
+    assert wait_for(settled, 60), f"the driver's workers: {seen[-1]}"
+    workers = seen[-1]
     os.kill(first.pid, signal.SIGKILL)  # the driver only: its workers must notice and exit on their own
     first.wait()
     assert wait_for(lambda: not any(alive(pid) for pid in workers), 10), "workers outlived their killed driver"

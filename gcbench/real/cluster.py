@@ -29,8 +29,6 @@ late work drained then keeps true times, and ``resume`` removes the time since).
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
 import time
 from collections.abc import Iterable
@@ -40,6 +38,7 @@ from gcbench.cluster import Cluster, Failure, Job, Restart, Result, register_clu
 from gcbench.errors import GcbenchError
 from gcbench.master import RunStuck
 from gcbench.real.clock import WallClock
+from gcbench.real.due_events import DueEvents
 from gcbench.real.processes import alive
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 
@@ -81,8 +80,7 @@ class RayCluster(Cluster):
         self.held: list[list[Job]] = [[] for _ in range(self.n)]  # a crashed job and those after it, see _release
         self.batches: dict[Job, int] = {}
         self.pings: dict[Any, int] = {}  # data reloads after an exit, awaited: ref -> worker
-        self.events: list = []  # (at, order, event): known events, delivered once their time has come
-        self.order = itertools.count()
+        self.events = DueEvents()  # known events, delivered once their time has come
         self.down_until = [-INF] * self.n  # when a crashed worker's downtime ends
         self.back = [True] * self.n  # False from an exit until its Restart is delivered
         self._dead: set[int] = set()
@@ -244,13 +242,8 @@ class RayCluster(Cluster):
             if not self.pending():
                 return None
             until = self.now + self.timeout  # a wall clock never waits forever
-        while True:
-            if self.events and self.events[0][0] <= min(until, self.now):
-                return self._deliver(heapq.heappop(self.events)[2])
-            wait = min(until, self.events[0][0] if self.events else INF) - self.now
-            if wait <= 0:
-                return None
-            self._take(wait)
+        event = self.events.next_due(self.clock.now, until, self._take)
+        return None if event is None else self._deliver(event)
 
     def _take(self, seconds: float) -> None:
         """Wait up to ``seconds`` for one of Ray's replies and turn it into the events it brings."""
@@ -270,7 +263,7 @@ class RayCluster(Cluster):
             self._release(job.worker)
 
     def _schedule(self, at: float, event) -> None:
-        heapq.heappush(self.events, (at, next(self.order), event))
+        self.events.schedule(at, event)
 
     def _deliver(self, event):
         if type(event) is Restart:  # back: the jobs sent to it meanwhile start now

@@ -29,7 +29,6 @@ Times and the clock (``pause``/``resume``) are as in gcbench/real/cluster.py.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import queue
 import threading
@@ -39,6 +38,7 @@ from typing import Any
 from gcbench.cluster import Cluster, Failure, Job, Restart, Result, register_cluster
 from gcbench.real.clock import WallClock
 from gcbench.real.cluster import ClusterStuck
+from gcbench.real.due_events import DueEvents
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 
 INF = float("inf")
@@ -69,8 +69,7 @@ class TorchCluster(Cluster):
         self.queued: list[list[Job]] = [[] for _ in range(self.n)]  # jobs of a down worker, sent when it is back
         self.batches: dict[Job, int] = {}
         self.reloading: set[int] = set()  # workers whose replacement is starting
-        self.events: list = []  # (at, order, event): known events, delivered once their time has come
-        self.order = itertools.count()
+        self.events = DueEvents()  # known events, delivered once their time has come
         self.down_until = [-INF] * self.n
         self.back = [True] * self.n  # False from an exit until its Restart is delivered
         self._dead: set[int] = set()
@@ -240,17 +239,16 @@ class TorchCluster(Cluster):
             if not self.pending():
                 return None
             until = self.now + self.timeout  # a wall clock never waits forever
-        while True:
-            if self.events and self.events[0][0] <= min(until, self.now):
-                return self._deliver(heapq.heappop(self.events)[2])
-            wait = min(until, self.events[0][0] if self.events else INF) - self.now
-            if wait <= 0:
-                return None
-            try:
-                item = self.inbox.get(timeout=wait)
-            except queue.Empty:
-                continue
-            self._handle(*item)
+        event = self.events.next_due(self.clock.now, until, self._take)
+        return None if event is None else self._deliver(event)
+
+    def _take(self, seconds: float) -> None:
+        """Wait up to ``seconds`` for one message from the workers and turn it into the events it brings."""
+        try:
+            item = self.inbox.get(timeout=seconds)
+        except queue.Empty:
+            return
+        self._handle(*item)
 
     def _handle(self, kind: str, w: int, number: int, message: dict) -> None:
         session = self.sessions[w]
@@ -270,7 +268,7 @@ class TorchCluster(Cluster):
             self._lose(w)
 
     def _schedule(self, at: float, event) -> None:
-        heapq.heappush(self.events, (at, next(self.order), event))
+        self.events.schedule(at, event)
 
     def _deliver(self, event):
         if type(event) is Restart:  # back: the jobs sent to it meanwhile start now
