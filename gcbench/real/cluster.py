@@ -44,6 +44,10 @@ from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 
 log = logging.getLogger("gcbench")
 INF = float("inf")
+# ray.wait runs no Python signal handler until it returns: waiting in slices this long, a SIGTERM or Ctrl-C is
+# handled at once (waiting whole, a SIGTERM to the process group stopped the raylet, and Ray's core worker ended
+# the driver with status 1 before it could say how to resume)
+SIGNAL_SLICE = 0.05
 
 
 class ClusterStuck(RunStuck):
@@ -148,7 +152,9 @@ class RayCluster(Cluster):
 
     def _wait_ready(self) -> None:
         pings = [actor.load.remote(held) for actor, held in zip(self.actors, self.data, strict=True)]
-        ready, _ = self.ray.wait(pings, num_returns=len(pings), timeout=self.timeout)
+        deadline, ready = time.monotonic() + self.timeout, []
+        while len(ready) < len(pings) and (left := deadline - time.monotonic()) > 0:
+            ready, _ = self.ray.wait(pings, num_returns=len(pings), timeout=min(left, SIGNAL_SLICE))
         if len(ready) < len(pings):
             raise ClusterStuck(f"only {len(ready)} of {len(pings)} workers started within {self.timeout:g} s.")
         self.pids = dict(enumerate(self.ray.get(pings)))
@@ -251,7 +257,7 @@ class RayCluster(Cluster):
         if not refs:
             time.sleep(seconds)
             return
-        done, _ = self.ray.wait(refs, num_returns=1, timeout=seconds)
+        done, _ = self.ray.wait(refs, num_returns=1, timeout=min(seconds, SIGNAL_SLICE))
         if not done:
             return
         ref = done[0]
