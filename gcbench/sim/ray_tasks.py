@@ -28,6 +28,7 @@ from gcbench.scenario.loading import SweepPoint
 from gcbench.sim.runner import Tables, Task, append_part, run_part
 
 RETRIES = 3  # reruns of a task lost with its worker or node (Ray's own default for tasks)
+AHEAD = 2  # tasks sent ahead of the one appended next, per CPU of the cluster
 
 
 def task_files(point: SweepPoint, index: int, task: Task, tables: Tables) -> dict[str, bytes]:
@@ -45,21 +46,34 @@ def in_ray(
     running: RunningSummary,
     progress: Callable[[int], None] | None = None,
 ) -> None:
-    """Every task on Ray at once; each one's part appended to ``writer`` in task order as it is ready."""
+    """Every task on Ray, each one's part appended to ``writer`` in task order as it is ready.
+
+    Tasks are sent ``AHEAD`` times the cluster's CPUs ahead of the one appended next, and each part is let go
+    once appended, so the object store holds that many tasks' parts at most, not the run's.
+    """
     import ray
 
     remote = ray.remote(num_cpus=1, max_retries=RETRIES, retry_exceptions=False)(task_files)
     shared = [ray.put(point) for point in points]  # each point travels once, not once per task
-    refs = [remote.remote(shared[i], i, task, tables) for i, task in tasks]
+    window = AHEAD * max(1, int(ray.cluster_resources().get("CPU", 1)))
+    sent: dict[int, ray.ObjectRef] = {}
+
+    def send(k: int) -> None:
+        if k < len(tasks):
+            sent[k] = remote.remote(shared[tasks[k][0]], tasks[k][0], tasks[k][1], tables)
+
     try:
+        for k in range(window):
+            send(k)
         with tempfile.TemporaryDirectory(prefix=".parts-", dir=writer.directory) as parts:
-            for done, ((i, task), ref) in enumerate(zip(tasks, refs, strict=True), start=1):
-                files = _result(ref, describe(points[i], task))
-                append_part(writer, running, _unpack(files, Path(parts) / f"task{done}"))
+            for k, (i, task) in enumerate(tasks):
+                files = _result(sent.pop(k), describe(points[i], task))
+                send(k + window)  # before appending: the cluster works while this process writes
+                append_part(writer, running, _unpack(files, Path(parts) / f"task{k}"))
                 if progress:
-                    progress(done)
+                    progress(k + 1)
     except BaseException:
-        for ref in refs:  # (a finished task's cancel does nothing)
+        for ref in sent.values():
             ray.cancel(ref)
         raise
 
