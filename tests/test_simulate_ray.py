@@ -201,3 +201,27 @@ def test_the_ray_path_imports_no_torch():
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.split() == ["False", "False"]
+
+
+def test_a_cluster_address_is_joined_with_token_authentication(sweep, tmp_path, monkeypatch):
+    """--address reaches start_ray as real mode's: RAY_AUTH_MODE=token, and an unreachable cluster in a sentence."""
+    import importlib.machinery
+    import types
+
+    calls: dict = {}
+    ray = types.ModuleType("ray")
+    ray.__spec__ = importlib.machinery.ModuleSpec("ray", None)  # found, as an installed Ray is
+    ray.is_initialized = lambda: False
+
+    def init(**options):
+        calls.update(options, auth_mode=os.environ.get("RAY_AUTH_MODE"))
+        raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.1:6379")
+
+    ray.init = init
+    monkeypatch.setenv("RAY_AUTH_MODE", "unset")  # restored after the test, though start_ray sets it
+    monkeypatch.delenv("RAY_AUTH_MODE")
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    result = runner.invoke(app, ["simulate", str(sweep), "--ray", "--address", "10.0.0.1:6379", "--out", str(tmp_path)])
+    assert calls["address"] == "10.0.0.1:6379" and calls["auth_mode"] == "token"
+    assert result.exit_code == 2 and result.output.startswith("error: cannot start or reach Ray at 10.0.0.1:6379: ")
+    assert "auth_token" in result.output and result.output.count("\n") == 1
