@@ -4,7 +4,8 @@ Each task's tables go to the files as it finishes (gcbench/results/stream.py),
 so memory holds one task, not the run; the summary is gathered as they go.
 Tasks are independent and each is seeded only by its seed, so running them in
 parallel processes gives the same numbers, bit for bit, as running them in turn
-(their parts are appended in task order).
+(their parts are appended in task order); so does running them as Ray tasks
+(``--ray``: gcbench/sim/ray_tasks.py), whose parts come back and are appended the same way.
 A scenario that trains in the simulator gets the loss and accuracy columns. Its
 tasks run in turn unless ``jobs`` says otherwise: measured on the two shared
 cores, two processes took longer than one (each imports torch and builds the
