@@ -162,12 +162,19 @@ def simulate(
             help="Override the scenario's engine: event (the master on SimPy), vectorised, or auto.",
         ),
     ] = None,
+    ray: Annotated[
+        bool, typer.Option("--ray", help="Run the tasks on Ray: a local instance, or the cluster at --address.")
+    ] = False,
+    address: Annotated[
+        str | None, typer.Option("--address", metavar="HOST:PORT", help="With --ray: an existing Ray cluster.")
+    ] = None,
 ) -> None:
     """Simulate a scenario: every variant, seed and sweep point; print the summary and write results."""
     from gcbench.cli_schemes import wide_console
-    from gcbench.cli_simulate import check_scenario, simulate_scenario
+    from gcbench.cli_simulate import check_ray_options, check_scenario, simulate_scenario
     from gcbench.scenario.overrides import parse_seeds, parse_sets
 
+    check_ray_options(ray, address, jobs)  # before anything: a missing Ray costs one sentence
     console = wide_console()
     overrides = parse_sets(sets or [])
     if seeds is not None:
@@ -179,7 +186,8 @@ def simulate(
     if check:
         check_scenario(scenario, console, overrides)
         return
-    simulate_scenario(scenario, out, jobs, workers_table, console, overrides=overrides, force=force)
+    on_ray = {"address": address} if ray else None
+    simulate_scenario(scenario, out, jobs, workers_table, console, overrides=overrides, force=force, ray=on_ray)
 
 
 @app.command()

@@ -61,10 +61,12 @@ def simulate_scenario(
     *,
     overrides: dict[str, Any] | None = None,
     force: bool = False,
+    ray: dict[str, str | None] | None = None,
 ) -> tuple[Path, pd.DataFrame]:
     """Simulate and write results; ``iterations`` and ``overrides`` change the scenario as the file would.
 
-    ``force``: overwrite the results already in ``out``.
+    ``force``: overwrite the results already in ``out``. ``ray``: run the tasks on Ray, ``{"address": None}``
+    for a local instance (started here unless this process has joined one) or the cluster's address.
     """
     changes = dict(overrides or {})
     if iterations is not None:
@@ -80,17 +82,21 @@ def simulate_scenario(
     refuse_real_only(scenario)
     chosen = engines(points)  # before any work: an engine that cannot run a variant is the user's error
     out = out or new_run_directory(Path("results"), scenario.name)
+    if ray is not None:
+        start_tasks_ray(ray["address"], console)
     began = time.perf_counter()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(f"simulating {scenario.name}", total=task_count(points))
         running = stream_points(  # the tables go to disk as each task finishes
-            points, out, jobs=jobs, with_workers=with_workers, progress=lambda done: bar.update(task, completed=done)
+            points, out, jobs, with_workers, lambda done: bar.update(task, completed=done), on_ray=ray is not None
         )
     sweep_columns = list(points[0].values)
     summary = running.summary(scenario.training.target_accuracy)
     elapsed = time.perf_counter() - began
     extra = {"backend": "simulator", "engines": chosen, "wall_seconds": round(elapsed, 3), **trace_cleaning(points)}
+    if ray is not None:
+        extra["ray_cluster"] = ray["address"] or "local"
     write_metadata(out, run_metadata("sim", path, points, extra))
     summary.to_csv(out / "summary.csv", index=False)
     print_summary(summary, sweep_columns, console)
@@ -98,6 +104,31 @@ def simulate_scenario(
     console.print(engine_sentence(chosen))
     console.print(f"results: {out}  ({running.rows} iterations simulated in {elapsed:.1f} s)")
     return out, summary
+
+
+def check_ray_options(ray: bool, address: str | None, jobs: int | None) -> None:
+    """--address and --jobs are refused where they would be ignored; --ray needs Ray, from the [real] extra."""
+    if address is not None and not ray:
+        raise GcbenchError(f"--address {address} is the Ray cluster to run the tasks on; add --ray, or drop it.")
+    if ray and jobs is not None:
+        raise GcbenchError("--jobs sets the processes on this machine, and with --ray Ray runs the tasks; drop one.")
+    if ray:
+        from gcbench.real.requirements import INSTALL, missing_real_modules
+
+        if "ray" in missing_real_modules():
+            raise GcbenchError(
+                f"--ray needs Ray, part of the [real] extra (ray cannot be imported): install it with {INSTALL}, or "
+                "drop --ray to run the tasks in processes on this machine."
+            )
+
+
+def start_tasks_ray(address: str | None, console: Console) -> None:
+    """Ray for the tasks: the cluster at ``address`` (token authentication as in real mode), or a local instance
+    on the loopback interface; a process that has joined one already keeps it."""
+    from gcbench.real.ray_start import start_ray
+
+    start_ray(address)
+    console.print(f"tasks on Ray: {f'the cluster at {address}' if address else 'a local instance'}", highlight=False)
 
 
 def engine_sentence(chosen: dict[str, str]) -> str:

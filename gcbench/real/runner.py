@@ -2,81 +2,28 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
-from gcbench.errors import GcbenchError
 from gcbench.real.local import train_local
+from gcbench.real.ray_start import DEATH_INFO_WAIT, LOOPBACK_ONLY, METRICS, local_ray_options, start_ray
 from gcbench.real.variant import VariantRun, VariantStopped
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.training.data import Dataset
 from gcbench.training.device import resolve_device
 
-__all__ = ["VariantStopped", "run_local", "run_variant", "start_ray"]
-
-
-LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # 0: Ray's node address is 127.0.0.1, as on macOS and Windows
-METRICS = "RAY_enable_metrics_collection"  # Ray's own switch; gcbench turns it off unless the user set it
-DEATH_INFO_WAIT = "RAY_timeout_ms_task_wait_for_death_info"  # Ray's own; gcbench sets 0 unless the user set it
-
-
-def start_ray(address: str | None) -> None:
-    """Join the cluster at ``address``, or start a local instance reachable from this machine only.
-
-    Token authentication stays on: Ray 2.60 turns it on for a new local instance,
-    but a client given an explicit address only uses it when ``RAY_AUTH_MODE``
-    says so, so gcbench sets ``RAY_AUTH_MODE=token`` unless the user set it.
-    The token is the cluster's (``~/.ray/auth_token`` by default).
-
-    A local instance is kept to the loopback interface: with
-    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` Ray takes 127.0.0.1 as the node's
-    address, as it does on macOS and Windows, and its gRPC servers and agents
-    bind to it (``_node_ip_address`` alone does not: Ray replaces 127.0.0.1 by
-    the machine's address). Its metrics export (a Prometheus endpoint without a
-    token) is off unless ``RAY_enable_metrics_collection`` is set. What still
-    listens is in docs/security.md. Ray reads these settings when it is
-    imported, so they are set before the import.
-    """
-    if address:
-        os.environ.setdefault("RAY_AUTH_MODE", "token")
-    else:
-        os.environ.setdefault(LOOPBACK_ONLY, "0")
-    import ray
-
-    if ray.is_initialized():
-        return
-    try:
-        if address:
-            ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(include_dashboard=False, log_to_driver=False, **local_ray_options())
-    except (ConnectionError, RuntimeError, ValueError) as error:
-        hint = (
-            "; check the address, and that ~/.ray/auth_token holds the cluster's token (ray get-auth-token)"
-            if address
-            else ""
-        )
-        raise GcbenchError(f"cannot start or reach Ray{f' at {address}' if address else ''}: {error}{hint}.") from None
-
-
-def local_ray_options() -> dict:
-    """ray.init's options for a local instance: no metrics export unless the user asked for it, and a worker's
-    exit noticed at once.
-
-    When an actor's process exits, Ray fails its tasks only once it has the
-    death's cause, or after ``timeout_ms_task_wait_for_death_info`` (1 s): the
-    cause came late on these machines, so a crash was noticed 1.4 to 1.9 s after
-    the exit. Without the wait it is noticed within 8 to 15 ms (12 crashes in a
-    row); gcbench never shows the cause. The Ray crash checks of
-    tests/test_cluster_conformance.py fail without it.
-    """
-    config = {} if METRICS in os.environ else {"enable_metrics_collection": False}
-    if DEATH_INFO_WAIT not in os.environ:
-        config["timeout_ms_task_wait_for_death_info"] = 0
-    return {"_system_config": config} if config else {}
+__all__ = [
+    "DEATH_INFO_WAIT",
+    "LOOPBACK_ONLY",
+    "METRICS",
+    "VariantStopped",
+    "local_ray_options",
+    "run_local",
+    "run_variant",
+    "start_ray",
+]
 
 
 def run_variant(

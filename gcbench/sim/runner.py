@@ -4,7 +4,8 @@ Each task's tables go to the files as it finishes (gcbench/results/stream.py),
 so memory holds one task, not the run; the summary is gathered as they go.
 Tasks are independent and each is seeded only by its seed, so running them in
 parallel processes gives the same numbers, bit for bit, as running them in turn
-(their parts are appended in task order).
+(their parts are appended in task order); so does running them as Ray tasks
+(``--ray``: gcbench/sim/ray_tasks.py), whose parts come back and are appended the same way.
 A scenario that trains in the simulator gets the loss and accuracy columns. Its
 tasks run in turn unless ``jobs`` says otherwise: measured on the two shared
 cores, two processes took longer than one (each imports torch and builds the
@@ -133,9 +134,13 @@ def stream_points(
     jobs: int | None = None,
     with_workers: bool = True,
     progress: Callable[[int], None] | None = None,
+    on_ray: bool = False,
 ) -> RunningSummary:
     """Every task of every sweep point, its tables written into ``out`` as it finishes (in task order);
-    returns what the summary needs. A run that fails leaves no table behind (nor ``out``, if it made it)."""
+    returns what the summary needs. A run that fails leaves no table behind (nor ``out``, if it made it).
+
+    ``on_ray``: the tasks run as Ray tasks on the instance this process has joined (gcbench/sim/ray_tasks.py),
+    whatever ``jobs`` says."""
     tasks = [
         (i, Task(i, v, seed))
         for i, point in enumerate(points)
@@ -147,7 +152,11 @@ def stream_points(
     made = not out.exists()
     writer, running = ResultsWriter(out, with_workers), RunningSummary(list(points[0].values))
     try:
-        if _jobs(points, tasks, jobs, trains) <= 1 or len(tasks) == 1:
+        if on_ray:
+            from gcbench.sim.ray_tasks import in_ray
+
+            in_ray(points, tasks, tables, writer, running, progress)
+        elif _jobs(points, tasks, jobs, trains) <= 1 or len(tasks) == 1:
             for done, (i, task) in enumerate(tasks, start=1):
                 running.add_task(*write_task(points[i], i, task, tables, writer))
                 if progress:
@@ -172,11 +181,15 @@ def _in_processes(points, tasks, tables: Tables, writer: ResultsWriter, running:
                 for k, (i, task) in enumerate(tasks)
             ]
             for done, future in enumerate(futures, start=1):
-                part = future.result()
-                running.add(_plain(writer.append_part(part)))
-                shutil.rmtree(part)
+                append_part(writer, running, future.result())
                 if progress:
                     progress(done)
+
+
+def append_part(writer: ResultsWriter, running: RunningSummary, part: Path) -> None:
+    """A task's part (``run_part``) appended to the run's files and its summary, then removed."""
+    running.add(_plain(writer.append_part(part)))
+    shutil.rmtree(part)
 
 
 def _jobs(points: list[SweepPoint], tasks: list, jobs: int | None, trains: bool) -> int:
