@@ -21,6 +21,7 @@ from gcbench.scenario.draw_rows import DrawnRows
 from gcbench.scenario.draws import RunDraws, draw_run
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.sim.cluster import SimPyCluster
+from gcbench.sim.heap import young_jobs_collected_young
 
 EngineName = Literal["event", "vectorised"]
 
@@ -33,7 +34,8 @@ def simulate_event(
     synchronous = variant.policy.synchronous
     cluster = cluster_class(scenario, scheme, draws, link_per_job=synchronous)
     rec = RunRecorder(scenario.iterations, scenario.workers)
-    master_for(cluster, scenario, variant, scheme, draws, rec).run()
+    with young_jobs_collected_young():
+        master_for(cluster, scenario, variant, scheme, draws, rec).run()
     cluster.shutdown()
     decoding_quality(rec, scheme)
     return rec
