@@ -7,8 +7,8 @@
   worker event: crashes (stepped per iteration), a shared link, and asynchronous
   policies (the event engine: the one master on the SimPy cluster; benchmarks/event_engine.py
   measures it against SimPy itself). A worker-iteration is one row of the workers table
-  (iterations x n); for asynchronous policies the delivered results per second
-  are printed too, since an update there uses k results, not n;
+  (iterations x n); asynchronous policies count results delivered (an update uses k of them,
+  not n), so their rate is results per second;
 - end to end: what `gcbench simulate` does once the scenario is loaded (every task simulated,
   its iterations and workers tables streamed to Parquet, the summary), in a temporary folder.
 
@@ -20,7 +20,11 @@ workers table >= 1/5 of the reference at n = 12, 100, 1000.
 machine shared with other jobs, time spent waiting for a core is then not counted
 (numpy and SimPy run on one thread here, so on an idle machine both clocks agree).
 
-    python benchmarks/sim_benchmark.py [--seconds 0.5] [--clock wall|cpu] [--end-to-end]
+``--asynchronous`` measures only the reference and the asynchronous policies (results per second), and
+``--sizes`` picks the cluster sizes (issue 13's asynchronous cases: ``--asynchronous --sizes 1000,4096``).
+
+    python benchmarks/sim_benchmark.py [--seconds 0.5] [--clock wall|cpu] [--end-to-end | --asynchronous]
+        [--sizes 12,100,1000] [--updates U]
 """
 
 from __future__ import annotations
@@ -130,16 +134,20 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=0.5, help="time budget per measurement")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall", help="wall clock or process CPU time")
     parser.add_argument("--end-to-end", action="store_true", help="only the reference and the end-to-end cases")
+    parser.add_argument("--asynchronous", action="store_true", help="only the reference and the asynchronous cases")
+    parser.add_argument("--sizes", type=_sizes, default=(12, 100, 1000), help="cluster sizes n, comma-separated")
+    parser.add_argument("--updates", type=int, help="updates per asynchronous run (default: 200,000 / (n k))")
     args = parser.parse_args()
+    only = args.end_to_end or args.asynchronous
     use_clock(args.clock)
     print(f"worker-iterations per second (best of repeats, {args.clock} clock); ratio = gcbench / NumPy reference")
     print(f"{'n':>5} {'case':<34} {'rate':>12} {'ratio':>7}")
-    for n in (12, 100, 1000):
+    for n in args.sizes:
         iterations = max(200, 2_000_000 // n)
         work = iterations * n
         ref = rate(reference(n, iterations, n), work, args.seconds)
         print(f"{n:>5} {'NumPy order statistics (reference)':<34} {ref:>12,.0f} {1:>7.2f}")
-        if not args.end_to_end:
+        if not only:
             naive_iterations = max(20, 100_000 // n)
             naive = rate(naive_simpy(n, naive_iterations), naive_iterations * n, args.seconds)
             print(f"{n:>5} {'naive SimPy, process per worker':<34} {naive:>12,.0f} {naive / ref:>7.3f}")
@@ -152,11 +160,11 @@ def main() -> None:
             ("crashes (stepped), fr", {"scheme": "fr", "s": 3}, {"failures": _crashes()}),
             ("shared link, uncoded", {"scheme": "uncoded"}, {"network": _link()}),
         ]
-        for label, variant, fields in [] if args.end_to_end else cases:
+        for label, variant, fields in [] if only else cases:
             its = iterations if "stepped" not in label else max(100, iterations // 20)
             measured = rate(gcbench_run(n, its, variant, **fields), its * n, args.seconds)
             print(f"{n:>5} {label:<34} {measured:>12,.0f} {measured / ref:>7.3f}", flush=True)
-        for label, variant, fields in END_TO_END if args.end_to_end else cases[:3] + END_TO_END:
+        for label, variant, fields in END_TO_END if args.end_to_end else [] if only else cases[:3] + END_TO_END:
             measured = rate(end_to_end(n, iterations, variant, **fields), work, args.seconds)
             print(f"{n:>5} {'end to end, ' + label:<34} {measured:>12,.0f} {measured / ref:>7.3f}", flush=True)
         asynchronous = (
@@ -165,10 +173,14 @@ def main() -> None:
             ("async (k = 1)", "async", 1),
         )
         for label, policy, k in () if args.end_to_end else asynchronous:
-            its = max(20, 200_000 // (n * k))
+            its = args.updates or max(20, 200_000 // (n * k))
             # an update uses k results, not n: counting its * n "worker-iterations" overstated the rate n / k times
             measured = rate(gcbench_run(n, its, {"scheme": "uncoded", "policy": policy}), its * k, args.seconds)
             print(f"{n:>5} {label + ', results/s':<34} {measured:>12,.0f} {measured / ref:>7.3f}", flush=True)
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    return tuple(int(size) for size in text.split(","))
 
 
 def _crashes() -> dict:

@@ -24,6 +24,7 @@ from gcbench.cluster import Cluster, Failure, Restart, Result
 from gcbench.master.learner import Learner
 from gcbench.master.outcome import stuck_update, timed_out_update
 from gcbench.results.recorder import RunRecorder
+from gcbench.scenario.draw_rows import by_row
 
 INF = float("inf")
 
@@ -31,7 +32,8 @@ INF = float("inf")
 class AsynchronousMaster:
     """Runs the updates of one asynchronous variant on ``cluster``, recording into ``rec``.
 
-    ``straggling`` and ``injected``: the run's draws per (row, worker), recorded for the used results."""
+    ``crash``, ``straggling`` and ``injected``: the run's draws per (row, worker), arrays or rows drawn as they
+    are read (``DrawnRows``'); straggling and injected are recorded for the used results."""
 
     def __init__(
         self,
@@ -45,7 +47,7 @@ class AsynchronousMaster:
     ) -> None:
         self.cluster, self.variant, self.rec, self.learner = cluster, variant, rec, learner
         self.k, self.distinct = variant.policy.batch, variant.policy.distinct
-        self.crash = crash.tolist()
+        self.crash = by_row(crash)
         self.mask = np.zeros(crash.shape, dtype=bool) if straggling is None else straggling
         self.injected = np.zeros(crash.shape) if injected is None else injected
         self.iterations = rec.iterations

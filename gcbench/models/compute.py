@@ -1,4 +1,8 @@
-"""Per-worker compute times for a block of iterations, from a distribution or a trace, and the fixed overhead."""
+"""Per-worker compute times for a block of iterations, from a distribution or a trace, and the fixed overhead.
+
+Both draw a block of rows from the generator they are given; drawn block after block from one generator, the
+rows are those of one draw of them all when the distribution is ``blockwise`` (docs/architecture.md, "The
+run's draws")."""
 
 from __future__ import annotations
 
@@ -7,8 +11,9 @@ import numpy as np
 from gcbench.models.traces import cleaned_trace
 
 
-def compute_times(compute, rng: np.random.Generator, iterations: int, loads: np.ndarray) -> np.ndarray:
-    """Seconds each worker computes in each iteration (iterations x workers), before straggling.
+def compute_times(compute, rng: np.random.Generator, iterations: int, loads: np.ndarray, first: int = 0) -> np.ndarray:
+    """Seconds each worker computes in iterations first..first+iterations-1 (iterations x workers), before
+    straggling; ``first`` only says which rows a trace replays (a distribution's rows are the generator's next).
 
     With ``load: scale`` the draws do not depend on the loads, so variants run
     with the same seed see the same workers being slow (common random numbers).
@@ -16,7 +21,7 @@ def compute_times(compute, rng: np.random.Generator, iterations: int, loads: np.
     n = len(loads)
     if compute.trace is not None:
         table = cleaned_trace(compute.trace, n)[0]
-        times = table[np.arange(iterations) % len(table)]
+        times = table[np.arange(first, first + iterations) % len(table)]
         if compute.trace.load_scaling == "proportional":
             times = times * loads
     elif compute.load == "scale":
@@ -35,3 +40,10 @@ def overhead_times(compute, rng: np.random.Generator, iterations: int, n: int) -
     if compute.overhead is None:
         return np.broadcast_to(0.0, (iterations, n))  # read-only zeros that take no memory
     return np.asarray(compute.overhead.sample(rng, (iterations, n)), dtype=float)
+
+
+def blockwise(compute) -> bool:
+    """Whether compute times and overhead drawn a block of rows at a time, from one generator, are the rows of
+    one draw of them all (every distribution but a mixture, which draws its choices for the whole size first)."""
+    overhead = compute.overhead is None or compute.overhead.blockwise
+    return overhead and (compute.trace is not None or compute.per_partition.blockwise)

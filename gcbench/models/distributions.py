@@ -9,7 +9,7 @@ Pareto without a mean, shape <= 1, bounds its median instead and needs shape >=
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, PositiveFloat, model_validator
@@ -22,6 +22,10 @@ DISTRIBUTIONS = Registry("distribution", "distribution")
 
 class _Bounded(Config):
     """A distribution whose typical size (its mean) stays below the duration ceiling."""
+
+    # one sample after another from the generator, in C order: rows drawn a block at a time from one generator
+    # are the rows of one draw of them all (tests/test_draw_blocks.py holds every distribution to it)
+    blockwise: ClassVar[bool] = True
 
     def typical(self) -> tuple[str, float]:
         return "mean", self.mean()
@@ -174,6 +178,7 @@ class Mixture(Config):
 
     distribution: Literal["mixture"]
     components: list[Component] = Field(min_length=1)
+    blockwise: ClassVar[bool] = False  # every choice first, then each component's samples: the size decides the order
 
     def _probabilities(self) -> np.ndarray:
         w = np.array([c.weight for c in self.components])

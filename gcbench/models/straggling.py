@@ -38,7 +38,7 @@ class NoStraggling(Config):
 
     model: Literal["none"] = "none"
 
-    def draw(self, rng: np.random.Generator, iterations: int, n: int) -> np.ndarray:
+    def draw(self, rng: np.random.Generator, iterations: int, n: int, previous=None) -> np.ndarray:
         return np.zeros((iterations, n), dtype=bool)
 
     def penalty(self, compute: np.ndarray, load: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -52,7 +52,7 @@ class IndependentStraggling(_Slowness):
     model: Literal["independent"]
     probability: Probability
 
-    def draw(self, rng: np.random.Generator, iterations: int, n: int) -> np.ndarray:
+    def draw(self, rng: np.random.Generator, iterations: int, n: int, previous=None) -> np.ndarray:
         return rng.random((iterations, n)) < self.probability
 
 
@@ -67,14 +67,16 @@ class MarkovStraggling(_Slowness):
     enter: Probability
     leave: Annotated[float, Field(gt=0, le=1)]
 
-    def draw(self, rng: np.random.Generator, iterations: int, n: int) -> np.ndarray:
+    def draw(self, rng: np.random.Generator, iterations: int, n: int, previous=None) -> np.ndarray:
+        """``previous``: the row before this block's (None: the chain starts, in the stationary distribution)."""
         uniforms = rng.random((iterations, n))
         mask = np.empty((iterations, n), dtype=bool)
-        state = uniforms[0] < self.enter / (self.enter + self.leave)
-        mask[0] = state
-        for t in range(1, iterations):
-            threshold = np.where(state, 1.0 - self.leave, self.enter)
-            state = uniforms[t] < threshold
+        state = previous
+        for t in range(iterations):
+            if state is None:
+                state = uniforms[t] < self.enter / (self.enter + self.leave)
+            else:
+                state = uniforms[t] < np.where(state, 1.0 - self.leave, self.enter)
             mask[t] = state
         return mask
 
@@ -86,7 +88,7 @@ class FixedStraggling(_Slowness):
     model: Literal["fixed"]
     workers: list[Annotated[int, Field(ge=0)]]
 
-    def draw(self, rng: np.random.Generator, iterations: int, n: int) -> np.ndarray:
+    def draw(self, rng: np.random.Generator, iterations: int, n: int, previous=None) -> np.ndarray:
         mask = np.zeros((iterations, n), dtype=bool)
         mask[:, self.workers] = True
         return mask

@@ -1,8 +1,12 @@
-"""Everything random in a run, drawn up front from one seed, for both engines.
+"""Everything random in a run, from one seed, for every engine and backend.
 
 Streams are split by purpose, so adding failures (or a compute overhead) to a
 scenario does not change its other draws, and variants with one seed share them
-(common random numbers).
+(common random numbers). ``DrawBlocks`` draws the rows in order, a block at a
+time, each stream's generator carrying on from block to block, so the rows do
+not depend on how they were cut into blocks: ``draw_run`` is one block of every
+row, and the asynchronous simulator draws only the rows its jobs reach
+(gcbench/scenario/draw_rows.py). The layout: docs/architecture.md, "The run's draws".
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gcbench.coding import Scheme
-from gcbench.models.compute import compute_times, overhead_times
+from gcbench.models.compute import blockwise, compute_times, overhead_times
 from gcbench.scenario.schema import DTYPE_BYTES, Scenario
 
 
@@ -26,20 +30,47 @@ class RunDraws:
     overhead: np.ndarray  # (iterations, n) seconds of compute.overhead (zeros without one), part of injected
 
 
+class DrawBlocks:
+    """The run's draws, rows 0, 1, ... in order, ``next(rows)`` rows at a time (each block a ``RunDraws``)."""
+
+    def __init__(self, scenario: Scenario, scheme: Scheme, seed: int) -> None:
+        self.scenario, self.drawn = scenario, 0  # rows drawn so far
+        # spawned children depend only on their index, so a fourth stream leaves the first three as they were
+        streams = map(np.random.default_rng, np.random.SeedSequence(seed).spawn(4))
+        self.compute, self.straggling, self.failures, self.overhead = streams
+        self.loads = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)], dtype=float)
+        self.mask: np.ndarray | None = None  # the last row drawn: where a Markov chain carries on from
+        self.whole: tuple[np.ndarray, np.ndarray] | None = None  # (work, overhead) of every row, not blockwise
+
+    def next(self, rows: int) -> RunDraws:
+        scenario, first = self.scenario, self.drawn
+        work, overhead = self._times(first, rows)
+        mask = scenario.straggling.draw(self.straggling, rows, scenario.workers, self.mask)
+        injected = scenario.straggling.penalty(work, self.loads, mask)
+        if scenario.compute.overhead is not None:  # without one, no second (rows, n) array
+            injected = injected + overhead
+        busy = work + injected
+        crash = scenario.failures.crashes(self.failures, busy)
+        self.drawn, self.mask = first + rows, mask[-1] if rows else self.mask
+        return RunDraws(self.loads, mask, injected, busy, crash, overhead)
+
+    def _times(self, first: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """Compute times and overhead of rows first..first+rows-1; a mixture's are drawn for every row at once
+        (the first time) and sliced, since a mixture's samples depend on how many it draws together."""
+        compute, n = self.scenario.compute, self.scenario.workers
+        if blockwise(compute):
+            work = compute_times(compute, self.compute, rows, self.loads, first)
+            return work, overhead_times(compute, self.overhead, rows, n)
+        if self.whole is None:
+            iterations = self.scenario.iterations
+            work = compute_times(compute, self.compute, iterations, self.loads)
+            self.whole = work, overhead_times(compute, self.overhead, iterations, n)
+        return self.whole[0][first : first + rows], self.whole[1][first : first + rows]
+
+
 def draw_run(scenario: Scenario, scheme: Scheme, seed: int) -> RunDraws:
-    n, iterations = scenario.workers, scenario.iterations
-    # spawned children depend only on their index, so a fourth stream leaves the first three as they were
-    streams = map(np.random.default_rng, np.random.SeedSequence(seed).spawn(4))
-    compute, straggling, failures, overhead_stream = streams
-    loads = np.array([len(scheme.partitions(w)) for w in range(n)], dtype=float)
-    work = compute_times(scenario.compute, compute, iterations, loads)
-    mask = scenario.straggling.draw(straggling, iterations, n)
-    overhead = overhead_times(scenario.compute, overhead_stream, iterations, n)
-    injected = scenario.straggling.penalty(work, loads, mask)
-    if scenario.compute.overhead is not None:  # without one, no second (iterations, n) array
-        injected = injected + overhead
-    busy = work + injected
-    return RunDraws(loads, mask, injected, busy, scenario.failures.crashes(failures, busy), overhead)
+    """Every row of the run's draws (iterations x n), as one block."""
+    return DrawBlocks(scenario, scheme, seed).next(scenario.iterations)
 
 
 def message_bytes(scenario: Scenario, scheme: Scheme) -> int:

@@ -25,6 +25,7 @@ import simpy
 from simpy.core import NORMAL
 
 from gcbench.cluster import Cluster, Event, Failure, Job, Restart, Result, register_cluster
+from gcbench.scenario.draw_rows import DrawnRows, by_row
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 
 INF = float("inf")
@@ -111,10 +112,10 @@ class SimPyCluster(Cluster):
 
     link_class: type = Link
 
-    def __init__(self, scenario, scheme, draws: RunDraws, link_per_job: bool = False) -> None:
+    def __init__(self, scenario, scheme, draws: RunDraws | DrawnRows, link_per_job: bool = False) -> None:
         self.env = simpy.Environment()
         self.n = scenario.workers
-        self.busy = draws.busy.tolist()  # plain lists: scalar access per job is several times faster than numpy
+        self.busy = by_row(draws.busy)  # plain lists: scalar access per job is several times faster than numpy
         self.downtime = getattr(scenario.failures, "downtime", None)
         network = scenario.network
         self.latency = network.latency

@@ -17,9 +17,11 @@ from gcbench.errors import GcbenchError
 from gcbench.master import AsynchronousMaster, Learner, SynchronousMaster, decoding_quality
 from gcbench.results.recorder import RunRecorder
 from gcbench.scenario.checks import VECTORISED_CANNOT_TRAIN
+from gcbench.scenario.draw_rows import DrawnRows
 from gcbench.scenario.draws import RunDraws, draw_run
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.sim.cluster import SimPyCluster
+from gcbench.sim.heap import young_jobs_collected_young
 
 EngineName = Literal["event", "vectorised"]
 
@@ -28,14 +30,24 @@ def simulate_event(
     scenario: Scenario, variant: Variant, scheme: Scheme, seed: int, cluster_class: type[SimPyCluster] = SimPyCluster
 ) -> RunRecorder:
     """Run the master on a fresh SimPy cluster fed by the seeded draws; a ``cluster_class`` subclass adds behaviour."""
-    draws = draw_run(scenario, scheme, seed)
+    draws = draws_for(scenario, variant, scheme, seed)
     synchronous = variant.policy.synchronous
     cluster = cluster_class(scenario, scheme, draws, link_per_job=synchronous)
     rec = RunRecorder(scenario.iterations, scenario.workers)
-    master_for(cluster, scenario, variant, scheme, draws, rec).run()
+    with young_jobs_collected_young():
+        master_for(cluster, scenario, variant, scheme, draws, rec).run()
     cluster.shutdown()
     decoding_quality(rec, scheme)
     return rec
+
+
+def draws_for(scenario: Scenario, variant: Variant, scheme: Scheme, seed: int) -> RunDraws | DrawnRows:
+    """The run's draws: every row for a synchronous policy (every iteration reads one); for an asynchronous one,
+    the rows its jobs read, drawn as they are first read (a worker's j-th job reads row j: about updates x k / n
+    rows of the iterations), the same numbers either way."""
+    if variant.policy.synchronous:
+        return draw_run(scenario, scheme, seed)
+    return DrawnRows(scenario, scheme, seed)
 
 
 def master_for(
@@ -43,7 +55,7 @@ def master_for(
     scenario: Scenario,
     variant: Variant,
     scheme: Scheme,
-    draws: RunDraws,
+    draws: RunDraws | DrawnRows,
     rec: RunRecorder,
     learner: Learner | None = None,
 ) -> SynchronousMaster | AsynchronousMaster:

@@ -27,7 +27,7 @@ from gcbench.master import decoding_quality
 from gcbench.results.recorder import RunRecorder
 from gcbench.scenario.draws import draw_run
 from gcbench.sim.cluster import SimPyCluster
-from gcbench.sim.event import master_for
+from gcbench.sim.event import draws_for, master_for
 from gcbench.training.batches import PartitionSampler
 from gcbench.training.data import Dataset, load_data
 from gcbench.training.evaluation import evaluate_master
@@ -134,7 +134,7 @@ def simulate_training(
     """The event engine with a learner: loss per iteration (update), test accuracy every ``eval_every``."""
     training = scenario.training
     data = data if data is not None else cached_data(scenario)
-    draws = draw_run(scenario, scheme, seed)
+    draws = draws_for(scenario, variant, scheme, seed)
     synchronous = variant.policy.synchronous
     cluster = TrainingCluster(scenario, scheme, draws, link_per_job=synchronous, seed=seed)
     rec = RunRecorder(scenario.iterations, scenario.workers)
