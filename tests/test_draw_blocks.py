@@ -17,7 +17,8 @@ from gcbench.scenario.build import scheme_for
 from gcbench.scenario.draw_rows import DrawnRows
 from gcbench.scenario.draws import DrawBlocks, draw_run
 from gcbench.sim.asynchronous import simulate_asynchronous
-from tests.simhelpers import scenario
+
+from simhelpers import scenario
 
 TRACE = Path(__file__).resolve().parents[1] / "scenarios" / "traces" / "synthetic_trace.csv"
 EXPONENTIAL = {"distribution": "exponential", "rate": 4.0}

@@ -12,7 +12,8 @@ from gcbench.scenario.build import scheme_for
 from gcbench.sim.cluster import SimPyCluster
 from gcbench.sim.event import simulate_event
 from gcbench.sim.heap import YOUNG_THRESHOLD, young_jobs_collected_young
-from tests.simhelpers import scenario
+
+from simhelpers import scenario
 
 
 class ThresholdWatchingCluster(SimPyCluster):
