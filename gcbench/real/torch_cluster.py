@@ -191,13 +191,15 @@ class TorchCluster(Cluster):
         message = {"kind": "job", "job": job.job, "crash": job.crash}
         if self.trains:
             if self.has_version[w] != self.version:
-                session.send({"kind": "weights", "weights": self.weights})
+                message["weights"] = self.weights  # (with the job: one message per worker and iteration)
                 self.has_version[w] = self.version
             message.update(straggling=self.straggling[row][w], overhead=self.overhead[row][w], batch=self.batches[job])
         else:
             message["seconds"] = self.busy[row][w]
         self.sent[w].append(job)
-        session.send(message)  # a broken channel: the worker's exit is on its way, and the job is lost with it
+        # posted, not waited for: the next worker's job goes out meanwhile. A broken channel: the worker's exit
+        # is on its way, and the job is lost with it
+        session.send(message, wait=False)
 
     def abandon(self, jobs: Iterable[Job]) -> None:
         """A queued job never runs; a sent one stops at its next check (or never starts) and reports its timings."""

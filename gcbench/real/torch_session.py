@@ -122,10 +122,11 @@ class WorkerSession:
         receiver.join(EXIT_WAIT)
         inbox.put(("exit", self.worker, self.session, {"code": code}))
 
-    def send(self, message: dict[str, Any]) -> bool:
-        """Send to the worker; False when its channel is broken (its exit is then on its way)."""
+    def send(self, message: dict[str, Any], wait: bool = True) -> bool:
+        """Send to the worker (``wait`` False: post it, and go on); False when its channel is broken (its exit
+        is then on its way; a posted message's failure shows at the next send)."""
         try:
-            self.sender.send(message)
+            self.sender.send(message) if wait else self.sender.post(message)
         except RuntimeError:
             return False
         return True

@@ -4,7 +4,7 @@ It computes what a Ray worker computes, with the same classes (gcbench/real/slee
 for a timing-only run, gcbench/real/worker.py's GradientWorker for one that trains): only the transport
 differs. Its receiving thread takes the master's messages off the channel (gcbench/real/torch_channel.py):
 an ``abandon`` takes effect at once (the computing job checks it between partitions and while it sleeps),
-everything else (data, weights, jobs, stop) queues for the main thread in the order sent, so a job
+everything else (data, jobs with the weights they need, stop) queues for the main thread in the order sent, so a job
 computes on the weights published before it. A drawn crash exits the process as the job starts
 (``os._exit``, as on Ray); the master notices the exit of its child and starts a replacement.
 """
@@ -98,9 +98,8 @@ def _work(worker: int, abandoned: set[int], inbox: queue.Queue, sender) -> None:
             actor.shards = message["shards"]
             actor.loaded = True
             sender.send({"kind": "ready", "pid": os.getpid()})
-        elif kind == "weights":
-            weights = message["weights"]
         else:
+            weights = message.get("weights", weights)  # new weights come with the first job after they change
             sender.send({"kind": "reply", "job": message["job"], "reply": _compute(actor, message, weights)})
 
 
