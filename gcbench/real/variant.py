@@ -68,7 +68,7 @@ class VariantRun:
         self.scenario, self.index, self.seed, self.data, self.backend = scenario, index, seed, data, backend
         self.variant = scenario.variants[index]
         self.scheme = scheme_for(scenario, self.variant)
-        self.loads = np.array([len(self.scheme.partitions(w)) for w in range(self.scheme.n)])
+        self.loads = np.array([self.scheme.step_load(w) for w in range(self.scheme.n)])
         self.checkpoint = checkpoint
         self.state = load_checkpoint(checkpoint, scenario, self.variant, data) if checkpoint else None
         self.rec = RunRecorder(scenario.iterations, self.scheme.n)
