@@ -311,8 +311,8 @@ class RayCluster(Cluster):
         messages, losses = reply.get("messages"), reply.get("losses")
         result = Result(job, at, start, end, messages, reply["abandoned"], losses, injected, reply.get("versions"))
         if reply.get("refilled"):  # a pipelined worker's cache died with its process
-            log.warning(f"gcbench: worker {job.worker} lost its cached partition gradients; step {job.row} "
-                        f"recomputed partitions {reply['refilled']}")  # fmt: skip
+            log.warning(f"gcbench: worker {job.worker} lost its cached partition gradients with its process; "
+                        f"from step {job.row} it computes partitions {reply['refilled']} again")  # fmt: skip
         return at, result
 
     def _exited(self, job: Job) -> None:

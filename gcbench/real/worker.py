@@ -43,6 +43,7 @@ class GradientWorker(RayWorker):
         self.straggling = setup["straggling"]
         # a fresh process (the first, or one Ray restarted) starts with an empty cache
         self.cache = PartitionCache(self.scheme, worker) if self.scheme.pipelined else None
+        self.said_lost = False
 
     def receive(self, shards: dict[int, list]) -> None:
         import ray
@@ -82,8 +83,8 @@ class GradientWorker(RayWorker):
         grads, losses, extra = {}, {}, {}
         due = self.scheme.partitions(self.worker) if self.cache is None else self._due(batch, extra)
         for j in due:
-            if job in self.abandoned:
-                return self.reply(start, time.time(), True, injected=0.0)
+            if job in self.abandoned:  # (a refill it began still says the cache was lost)
+                return self.reply(start, time.time(), True, injected=0.0, **extra)
             grads[j], losses[j] = shard_gradient(self.model, self.shards[j], self.sampler, batch, j, self.device)
             if self.cache is not None:
                 self.cache.store(j, grads[j], losses[j], version)
@@ -96,14 +97,14 @@ class GradientWorker(RayWorker):
         penalty = self.straggling.penalty(np.array([computed - start]), load, np.array([straggling]))
         delay = float(penalty[0]) + overhead  # modelled time on top of the measured compute, as in the simulator
         if self.sleep(job, computed + delay):
-            return self.reply(start, time.time(), True, injected=time.time() - computed)
+            return self.reply(start, time.time(), True, injected=time.time() - computed, **extra)
         return self.reply(start, time.time(), False, messages=messages, losses=losses, injected=delay, **extra)
 
     def _due(self, step: int, extra: dict[str, Any]) -> list[int]:
         """A pipelined step's partitions; a cache lost with a restarted process is refilled, and said so."""
         missing = self.cache.missing()
-        if missing and step > 0:
-            extra["refilled"] = missing  # the cluster logs it
+        if missing and step > 0 and not self.said_lost:
+            extra["refilled"], self.said_lost = missing, True  # once per process; the cluster logs it
         return self.cache.due(step)
 
     def _load_weights(self, weights: np.ndarray) -> None:
