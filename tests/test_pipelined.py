@@ -145,3 +145,15 @@ def test_pipelined_cr_reaches_the_target_on_the_shipped_training_scenario():
     rec = simulate_training(sc, variant, scheme_for(sc, variant), 0)
     assert rec.loss[-10:].mean() < 0.5 * rec.loss[:10].mean()
     assert np.nanmax(rec.accuracy) >= sc.training.target_accuracy
+
+
+def test_gcbench_run_refuses_a_pipelined_variant_off_ray_in_one_sentence(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text(
+        "name: p\nworkers: 4\niterations: 2\nvariants: [{scheme: pipelined_fr, s: 1}]\n"
+        "compute: {per_partition: {distribution: deterministic, value: 0.01}}\n"
+        "training: {dataset: synthetic, batch_size: 32, device: cpu}\n"
+    )
+    result = runner.invoke(app, ["run", str(path), "--backend", "torch", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "which only --backend ray has; --backend torch cannot run it" in " ".join(result.output.split())

@@ -47,6 +47,7 @@ def test_a_restarted_worker_has_lost_its_cache_says_so_and_refills_it(caplog):
         assert t < 1999, "worker 0 never came back"
         assert "worker 0 lost its cached partition gradients with its process; from step" in caplog.text
         assert "it computes partitions [0, 1] again" in caplog.text
-        assert caplog.text.count("lost its cached partition gradients") == 1
+        # once per restarted process (under load Ray may restart it more than once)
+        assert 1 <= caplog.text.count("lost its cached partition gradients") <= run.cluster.exits
     finally:
         run.shutdown()
