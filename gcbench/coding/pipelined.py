@@ -22,11 +22,9 @@ from gcbench.coding._supports import support_layout
 from gcbench.coding.cyclic_repetition import cyclic_support
 from gcbench.coding.fractional_repetition import FractionalRepetition
 
-WARMUP_STEP = 0  # the step whose job fills a worker's empty cache (computes every partition it holds)
-
 
 class PipelinedMixin:
-    """What a pipelined scheme changes in the scheme it pipelines: the work of one step, not the code."""
+    """What a pipelined scheme changes in the timing of the scheme it pipelines: one partition's work a step."""
 
     pipelined = True
 
