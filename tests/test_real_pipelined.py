@@ -51,3 +51,24 @@ def test_a_restarted_worker_has_lost_its_cache_says_so_and_refills_it(caplog):
         assert 1 <= caplog.text.count("lost its cached partition gradients") <= run.cluster.exits
     finally:
         run.shutdown()
+
+
+def test_a_resumed_run_counts_steps_on_and_refills_the_caches_its_new_workers_lack(caplog):
+    """A run continuing at iteration 3 (as ``--resume`` does) starts fresh workers: step 3 refills every cache,
+    so its decode is 0 steps stale and step 4's 1 (counted from step 0, they would read 3 and 4)."""
+    from gcbench.real.variant import VariantRun
+
+    from realhelpers import DATA
+
+    caplog.set_level(logging.WARNING, logger="gcbench")
+    sc = scenario({"scheme": "pipelined_fr", "s": 1, "policy": "wait_all"}, iterations=6)
+    run = VariantRun(sc, 0, 0, DATA, None)
+    run.next_iteration = 3
+    try:
+        master = run._start()
+        for _ in master.steps(3, 6):
+            pass
+        assert run.rec.staleness[3:].tolist() == [0.0, 1.0, 1.0]
+        assert "from step 3 it computes partitions" in caplog.text
+    finally:
+        run.close()

@@ -124,6 +124,8 @@ class VariantRun:
         self.rng = torch.get_rng_state()
         self.cluster = cluster_for(scenario, self.variant, self.scheme, self.seed, self.draws, self.clock, self.backend)
         self.cluster.start(self.data)
+        if self.scheme.pipelined:  # its weights' steps count on from where a resumed run continues
+            self.cluster.version = self.next_iteration - 1
         self.clock.continue_from(0.0)  # the clock starts once the workers are ready
         if self.state is not None:
             self.learner.model.load_state_dict(self.state["model"])
