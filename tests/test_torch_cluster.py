@@ -311,3 +311,43 @@ def test_every_exact_scheme_trains_on_torch_as_one_process_does_on_the_whole_min
     for label, frame in iterations.groupby("variant"):
         trained = frame.sort_values("iteration")["loss"].to_numpy()
         np.testing.assert_allclose(trained, expected, rtol=1e-4, err_msg=label)
+
+
+LATE = """\
+name: late
+workers: 4
+iterations: 6
+stale_work: finish
+compute: {per_partition: {distribution: deterministic, value: 0.02}}
+straggling: {model: fixed, workers: [0], delay: 0.5}
+variants:
+  - {scheme: fr, s: 1}
+training: {dataset: synthetic, batch_size: 48, eval_every: 6, device: cpu}
+"""
+
+
+@pytest.mark.slow
+def test_messages_of_an_earlier_iteration_arrive_late_and_are_never_used(tmp_path):
+    """Issue 11: worker 0 straggles 0.5 s in every iteration and works through every job (``stale_work:
+    finish``), so its replies of iteration t reach the master while a later iteration collects. None is used:
+    each update is its group partner's alone, so the run trains as one process does on the whole mini-batch."""
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
+    from gcbench.results import read_results
+
+    (tmp_path / "late.yaml").write_text(LATE)
+    for backend in ("torch", "local"):
+        run = ["run", str(tmp_path / "late.yaml"), "--backend", backend, "--out", str(tmp_path / backend)]
+        result = CliRunner().invoke(app, run)
+        assert result.exit_code == 0, result.output
+    iterations, workers, _ = read_results(tmp_path / "torch")
+    late = workers[workers["worker"] == 0].merge(iterations[["iteration", "end"]], on="iteration")
+    assert np.isfinite(late["arrival"]).all() and not late["used"].any()
+    assert (late["arrival"] > late["end"]).all()
+    ends = iterations["end"].to_numpy()
+    during_a_later_iteration = [bool(((ends > a) & (ends - iterations["duration"] < a)).any()) for a in late["arrival"]]
+    assert sum(during_a_later_iteration) >= 1, (late[["iteration", "arrival", "end"]], iterations)
+    assert iterations["exact"].all() and workers[workers["worker"] == 1]["used"].all()
+    expected = read_results(tmp_path / "local")[0]["loss"].to_numpy()
+    np.testing.assert_allclose(iterations.sort_values("iteration")["loss"].to_numpy(), expected, rtol=1e-4)
