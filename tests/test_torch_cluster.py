@@ -25,6 +25,7 @@ from realhelpers import (  # noqa: E402
     child_processes,
     children_of,
     driver,
+    grandchildren_of,
     reference_gradient,
     relative_error,
     scenario,
@@ -234,11 +235,11 @@ def test_a_killed_driver_leaves_no_worker_and_its_torch_run_resumes_every_iterat
     seen: list[set[int]] = []  # the first variant's workers, and the second's once its turn has begun
 
     def settled() -> bool:  # read once a round: while the second variant starts, the count passes 5 to 7
-        seen.append(children_of(first.pid))
+        seen.append(grandchildren_of(first.pid))  # (the driver's children are its clusters' zygotes)
         return len(seen[-1]) in (4, 8)
 
     assert wait_for(settled, 60), f"the driver's workers: {seen[-1]}"
-    workers = seen[-1]
+    workers = seen[-1] | children_of(first.pid)  # and the zygotes that forked them
     os.kill(first.pid, signal.SIGKILL)  # the driver only: its workers must notice and exit on their own
     first.wait()
     assert wait_for(lambda: not any(alive(pid) for pid in workers), 10), "workers outlived their killed driver"
@@ -261,8 +262,8 @@ def test_ctrl_c_stops_a_torch_run_with_status_130_and_no_worker_left(tmp_path):
     out = tmp_path / "run"
     run = driver("run", str(tmp_path / "resume.yaml"), "--backend", "torch", "--out", str(out),
                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
-    assert wait_for(lambda: len(children_of(run.pid)) == 4 or run.poll() is not None, 240)
-    workers = children_of(run.pid)
+    assert wait_for(lambda: len(grandchildren_of(run.pid)) == 4 or run.poll() is not None, 240)
+    workers = grandchildren_of(run.pid) | children_of(run.pid)  # the workers, and their cluster's zygote
     time.sleep(1.0)
     os.killpg(run.pid, signal.SIGINT)  # as a terminal's Ctrl-C does: the driver and its workers
     output, _ = run.communicate(timeout=120)

@@ -379,7 +379,8 @@ class TorchCluster(Cluster):
         """Worker processes still alive (here, or on an agent's machine), and jobs, replacements or events
         still pending."""
         lines = [f"worker {session.worker}'s process {session.pid or '(remote)'} is alive" for session in self._alive()]
-        lines += [f"spare process {pid} is alive" for pid in (self.launcher.spare_pids() if self.launcher else [])]
+        helpers = self.launcher.spare_pids() if self.launcher else []
+        lines += [f"spare or zygote process {pid} is alive" for pid in helpers]
         counts = {"jobs in flight": sum(map(len, self.sent)), "replacements starting": len(self.reloading)}
         counts.update({"events not taken": len(self.events), "jobs queued": sum(map(len, self.queued))})
         return lines + [f"{count} {what}" for what, count in counts.items() if count]
