@@ -28,8 +28,10 @@ class _Slowness(Config):
 
     def penalty(self, compute: np.ndarray, load: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Extra seconds that straggling (mask) adds to these compute times."""
-        delay = self.delay * (load if self.delay_scaling == "load" else 1.0)
-        return np.where(mask, compute * (self.slowdown - 1.0) + delay, 0.0)
+        slower = compute * (self.slowdown - 1.0)
+        if self.delay:  # (adding no delay changes no time: not a pass over the array)
+            slower += self.delay * (load if self.delay_scaling == "load" else 1.0)
+        return np.where(mask, slower, 0.0)
 
 
 @STRAGGLING.register
