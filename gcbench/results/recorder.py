@@ -55,7 +55,7 @@ class RunRecorder:
             "start": self.start[rows],
             "end": self.end[rows],
             "duration": self.duration[rows],
-            "messages_used": self.used[rows].sum(axis=1),
+            "messages_used": self._messages_used(rows),
             "stop": self.reason[rows].astype(str) if stop_text else self.reason[rows],
             "exact": self.exact[rows],
             "residual": self.residual[rows],
@@ -64,6 +64,9 @@ class RunRecorder:
         if trained:
             columns.update(loss=self.loss[rows], accuracy=self.accuracy[rows])
         return columns
+
+    def _messages_used(self, rows: slice) -> np.ndarray:
+        return self.used[rows].sum(axis=1)
 
     def times(self, first: int, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rows first..end-1 of compute_start, compute_end and arrival, to fill (rows come in order)."""
