@@ -94,7 +94,8 @@ class _Run:
         rec.duration[a:b], rec.end[a:b] = stop, ends
         rec.start[a] = origin
         rec.start[a + 1 : b] = ends[:-1]
-        rec.reason[a:b] = np.concatenate([outcome.reason for outcome in outcomes])
+        for (first, end), outcome in zip(blocks, outcomes, strict=True):
+            rec.reason[first:end] = outcome.reason
         for first, end in blocks:
             arrivals = self._arrivals(first, end)  # (again: computed in the cache, cheaper than kept in memory)
             np.less_equal(arrivals, rec.duration[first:end, None], out=rec.used[first:end])
