@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
+
 from gcbench.cluster import Cluster
 from gcbench.coding import Scheme
 from gcbench.errors import GcbenchError
 from gcbench.master import AsynchronousMaster, Learner, SynchronousMaster, decoding_quality
 from gcbench.results.recorder import RunRecorder
+from gcbench.results.rows import chunks
+from gcbench.results.sparse import SparseRecorder
 from gcbench.scenario.checks import VECTORISED_CANNOT_TRAIN
 from gcbench.scenario.draw_rows import DrawnRows
 from gcbench.scenario.draws import RunDraws, draw_run
@@ -24,6 +28,7 @@ from gcbench.sim.cluster import SimPyCluster
 from gcbench.sim.heap import young_jobs_collected_young
 
 EngineName = Literal["event", "vectorised"]
+QUALITY_ELEMENTS = 1 << 20  # worker cells per call of decoding_quality (it reads their rows dense)
 
 
 def simulate_event(
@@ -33,11 +38,14 @@ def simulate_event(
     draws = draws_for(scenario, variant, scheme, seed)
     synchronous = variant.policy.synchronous
     cluster = cluster_class(scenario, scheme, draws, link_per_job=synchronous)
-    rec = RunRecorder(scenario.iterations, scenario.workers)
+    # an asynchronous update uses k results of n: its recorder keeps those cells only (memory follows results)
+    recorder = RunRecorder if synchronous else SparseRecorder
+    rec = recorder(scenario.iterations, scenario.workers)
     with young_jobs_collected_young():
         master_for(cluster, scenario, variant, scheme, draws, rec).run()
     cluster.shutdown()
-    decoding_quality(rec, scheme)
+    for first, end in chunks(rec.iterations, rec.n, QUALITY_ELEMENTS):  # (dense rows of a chunk at a time)
+        decoding_quality(rec, scheme, np.arange(first, end))
     return rec
 
 

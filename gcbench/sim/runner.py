@@ -83,8 +83,9 @@ def write_task(
 
     engine = engine_for(scenario, variant)
     if engine == "vectorised":
-        # (without the table its rows are dropped as they come: the per-worker times never fill memory)
-        rec = simulate_synchronous(scenario, variant, scheme, task.seed, workers=emit if tables.with_workers else _drop)
+        # (without the table no per-worker time is computed at all)
+        with_workers = tables.with_workers
+        rec = simulate_synchronous(scenario, variant, scheme, task.seed, emit if with_workers else None, with_workers)
     else:
         rec = simulate_with(engine, scenario, variant, scheme, task.seed)
         for first, end in chunks(rec.iterations, rec.n, CHUNK_ELEMENTS) if tables.with_workers else ():
@@ -92,10 +93,6 @@ def write_task(
     columns = rec.iteration_columns(tables.trained, stop_text=False)
     writer.iterations(arrow_table(columns, keys, tables.kinds, encoded=ENCODED))
     return keys, columns
-
-
-def _drop(rec, first: int, end: int) -> None:
-    """Workers rows nobody writes (``--no-workers-table``)."""
 
 
 def run_task(
