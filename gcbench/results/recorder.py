@@ -43,6 +43,7 @@ class RunRecorder:
         self.staleness = np.zeros(iterations)
         self.loss = np.full(iterations, np.nan)  # when the run trains
         self.accuracy = np.full(iterations, np.nan)  # where it was evaluated
+        self.messages = None  # a MessageLog (gcbench/results/messages.py) where workers send several messages
 
     def iteration_columns(
         self, trained: bool = False, done: int | None = None, stop_text: bool = True
@@ -55,7 +56,7 @@ class RunRecorder:
             "start": self.start[rows],
             "end": self.end[rows],
             "duration": self.duration[rows],
-            "messages_used": self.used[rows].sum(axis=1),
+            "messages_used": self._messages_used()[rows],
             "stop": self.reason[rows].astype(str) if stop_text else self.reason[rows],
             "exact": self.exact[rows],
             "residual": self.residual[rows],
@@ -64,6 +65,10 @@ class RunRecorder:
         if trained:
             columns.update(loss=self.loss[rows], accuracy=self.accuracy[rows])
         return columns
+
+    def _messages_used(self) -> np.ndarray:
+        """Per iteration: the messages used (a worker's one message each, unless a messages log counts them)."""
+        return self.used.sum(axis=1) if self.messages is None else self.messages.used_counts(self.iterations)
 
     def times(self, first: int, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rows first..end-1 of compute_start, compute_end and arrival, to fill (rows come in order)."""
