@@ -15,10 +15,8 @@ back (a Restart) once its downtime has passed and it has its data again
 good (``downtime: null``) is dead from that job's submission, and killed
 without restart when its exit comes.
 
-A worker that sends several messages runs each job as a streaming generator
-(``compute_messages``): it yields one reply per message as each is ready, and
-each becomes its own Result (``Result.message``); the job is in flight until its
-``final`` reply. Messages delivered before an exit stay delivered.
+A worker that sends several messages streams a reply per message
+(gcbench/real/ray_streams.py).
 
 A crashed job is sent only once the worker's earlier jobs have replied, and the
 jobs after it wait with it: the process exits the moment the crashed job starts,
@@ -45,6 +43,7 @@ from gcbench.master import RunStuck
 from gcbench.real.clock import WallClock
 from gcbench.real.due_events import DueEvents
 from gcbench.real.processes import alive
+from gcbench.real.ray_streams import StreamedJobs
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 
 log = logging.getLogger("gcbench")
@@ -60,7 +59,7 @@ class ClusterStuck(RunStuck):
 
 
 @register_cluster("ray")
-class RayCluster(Cluster):
+class RayCluster(StreamedJobs, Cluster):
     """One actor per worker; a job on a busy worker queues behind on its actor, one on a down worker here."""
 
     def __init__(
@@ -207,15 +206,6 @@ class RayCluster(Cluster):
             call = actor.compute.remote(job.job, self.busy[row][w], job.crash)
         self.jobs[call] = job
 
-    def _stream(self, job: Job):
-        """A job of a worker with several messages: a streaming generator, one reply per message."""
-        w, row = job.worker, job.row
-        method = self.actors[w].compute_messages.options(num_returns="streaming")
-        if self.trains:
-            straggling, overhead = self.straggling[row][w], self.overhead[row][w]
-            return method.remote(job.job, self.weights, straggling, job.crash, self.batches[job], overhead)
-        return method.remote(job.job, self.busy[row][w], job.crash, self.fractions[w])
-
     def abandon(self, jobs: Iterable[Job]) -> None:
         """A queued job never runs; a running one stops at its next check and reports its timings."""
         for job in jobs:
@@ -287,26 +277,6 @@ class RayCluster(Cluster):
             job = self.jobs.pop(ref)
             self._replied(job, ref)
             self._release(job.worker)
-
-    def _streamed(self, stream) -> None:
-        """The next reply of a job streaming its messages; the job leaves the flight with its final one."""
-        job = self.jobs[stream]
-        try:
-            item = next(stream)
-        except StopIteration:  # (ended without a final reply: nothing more comes)
-            del self.jobs[stream]
-            self._release(job.worker)
-            return
-        reply = self._got(job, item)
-        if reply is None or reply.get("final", True):
-            del self.jobs[stream]
-            if reply is None:
-                self._exited(job)
-            else:
-                self._reply(job, reply)
-            self._release(job.worker)
-        else:
-            self._schedule(*self._result(job, reply))
 
     def _schedule(self, at: float, event) -> None:
         self.events.schedule(at, event)
@@ -397,22 +367,6 @@ class RayCluster(Cluster):
             else:
                 self._reply(job, reply)
         return lost
-
-    def _take_sent(self, stream) -> None:
-        """The replies a streaming job sent before its worker exited; it stays in flight unless it finished."""
-        job = self.jobs[stream]
-        while self.ray.wait([stream], timeout=0)[0]:
-            try:
-                reply = self._got(job, next(stream))
-            except StopIteration:
-                reply = None
-            if reply is None:
-                return
-            if reply.get("final", True):
-                del self.jobs[stream]
-                self._reply(job, reply)
-                return
-            self._schedule(*self._result(job, reply))
 
     def _warn_once(self, w: int, drawn: bool) -> None:
         self.exits += 1

@@ -29,9 +29,13 @@ class MessageLog:
     def used_ids(self, iteration: int) -> list[int]:
         return self.used.get(iteration, [])
 
-    def used_counts(self, iterations: int) -> np.ndarray:
-        """Messages used per iteration 0..iterations-1."""
-        return np.array([len(self.used_ids(t)) for t in range(iterations)], dtype=np.int64)
+    def used_counts(self, workers_used: np.ndarray) -> np.ndarray:
+        """Messages used per iteration: the log's count where it has the iteration, else the workers used (an
+        iteration restored from a checkpoint, or logged by an earlier master)."""
+        counts = workers_used.sum(axis=1)
+        for t, ids in self.used.items():
+            counts[t] = len(ids)
+        return counts
 
     def columns(self) -> dict[str, np.ndarray]:
         """The table's columns (without the identity), sorted by iteration, worker and message index."""

@@ -68,7 +68,7 @@ class RunRecorder:
 
     def _messages_used(self) -> np.ndarray:
         """Per iteration: the messages used (a worker's one message each, unless a messages log counts them)."""
-        return self.used.sum(axis=1) if self.messages is None else self.messages.used_counts(self.iterations)
+        return self.used.sum(axis=1) if self.messages is None else self.messages.used_counts(self.used)
 
     def times(self, first: int, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rows first..end-1 of compute_start, compute_end and arrival, to fill (rows come in order)."""

@@ -124,6 +124,21 @@ def check_each_message_sent_when_ready(name: str) -> None:
         assert not cluster.in_flight((0,)), "the job is still in flight after its last message"
 
 
+def check_master_decodes_from_first_messages(name: str) -> None:
+    """The master on this cluster uses messages as they arrive: each worker's first message carries a partition
+    no other first message does, so every iteration decodes after one unit, half way through every job."""
+    unit, tol = parameters_for(name).unit, parameters_for(name).tolerance
+    scheme = PerPartitionMessages(n=WORKERS, s=1)
+    with started(name, scheme) as cluster:
+        scenario = conformance_scenario(unit, variants=[{"scheme": "uncoded", "policy": "decodable"}])
+        rec = RunRecorder(scenario.iterations, WORKERS)
+        crash = np.zeros((scenario.iterations, WORKERS), dtype=bool)
+        SynchronousMaster(cluster, scheme, scenario.variants[0], crash, "abandon", rec).run()
+        expected = (1 + LATENCY) * unit
+        assert all(close(d, expected, tol) for d in rec.duration), f"durations {rec.duration}, not {expected}"
+        assert rec.iteration_columns()["messages_used"].tolist() == [WORKERS] * scenario.iterations
+
+
 def check_abandon_honoured(name: str) -> None:
     """Abandoned jobs deliver no result the master would use, and their worker takes its next job at once."""
     unit, tol = parameters_for(name).unit, parameters_for(name).tolerance
@@ -245,6 +260,7 @@ def _check_master_refuses_a_run_that_can_never_finish(name: str) -> None:
 CHECKS: tuple[Callable[[str], None], ...] = (
     check_results_delivered_with_timings,
     check_each_message_sent_when_ready,
+    check_master_decodes_from_first_messages,
     check_abandon_honoured,
     check_crash_fails_then_restarts_after_downtime,
     check_dead_worker_stays_dead,
