@@ -134,8 +134,9 @@ def check_master_decodes_from_first_messages(name: str) -> None:
         rec = RunRecorder(scenario.iterations, WORKERS)
         crash = np.zeros((scenario.iterations, WORKERS), dtype=bool)
         SynchronousMaster(cluster, scheme, scenario.variants[0], crash, "abandon", rec).run()
-        expected = (1 + LATENCY) * unit
-        assert all(close(d, expected, tol) for d in rec.duration), f"durations {rec.duration}, not {expected}"
+        # (a wall clock on a loaded machine runs late, never early: between the first messages and whole jobs)
+        first, whole = (1 + LATENCY) * unit, (2 + LATENCY) * unit
+        assert all(first - tol <= d < whole - tol for d in rec.duration), f"durations {rec.duration}, not {first}"
         assert rec.iteration_columns()["messages_used"].tolist() == [WORKERS] * scenario.iterations
 
 
