@@ -254,3 +254,38 @@ def test_a_real_worker_sends_each_message_once_its_partitions_are_computed():
         assert reply["injected"] == pytest.approx(0.1 * (i + 1))
     ends = [r["compute_end"] for r in replies]
     assert ends == sorted(ends) and ends[0] - replies[0]["compute_start"] >= 0.1
+
+
+MULTI_TINY = f"""\
+name: multi
+workers: 4
+iterations: 5
+compute: {{per_partition: {{distribution: exponential, rate: 2.0}}}}
+variants:
+  - {{scheme: {NAME}, s: 1}}
+  - {{label: uncoded, scheme: uncoded, policy: wait_all}}
+"""
+
+
+def test_gcbench_simulate_runs_several_messages_on_the_event_engine_and_refuses_vectorised(tmp_path: Path):
+    """In process (the scheme is registered here only): auto takes the event engine for the multi-message variant
+    and writes messages.parquet; --engine vectorised exits 2 with one sentence and writes nothing."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
+
+    scenario_file = tmp_path / "multi.yaml"
+    scenario_file.write_text(MULTI_TINY)
+    runner = CliRunner()
+    done = runner.invoke(app, ["simulate", str(scenario_file), "--out", str(tmp_path / "auto")])
+    assert done.exit_code == 0, done.output
+    engines = json.loads((tmp_path / "auto" / "run.json").read_text())["engines"]
+    assert engines == {f"{NAME}(s=1)/decodable": "event", "uncoded": "vectorised"}
+    assert len(pd.read_parquet(tmp_path / "auto" / "messages.parquet")) == 5 * 8
+    refused = runner.invoke(app, ["simulate", str(scenario_file), "--out", str(tmp_path / "fast"), "--engine",
+                                  "vectorised"])  # fmt: skip
+    assert refused.exit_code == 2 and "Traceback" not in refused.output
+    assert "error: engine: vectorised sends each worker's messages together" in refused.output
+    assert refused.output.count("error:") == 1 and not (tmp_path / "fast" / "iterations.parquet").exists()
