@@ -43,6 +43,7 @@ class RunRecorder:
         self.staleness = np.zeros(iterations)
         self.loss = np.full(iterations, np.nan)  # when the run trains
         self.accuracy = np.full(iterations, np.nan)  # where it was evaluated
+        self.messages = None  # a MessageLog (gcbench/results/messages.py) where workers send several messages
 
     def iteration_columns(
         self, trained: bool = False, done: int | None = None, stop_text: bool = True
@@ -66,7 +67,11 @@ class RunRecorder:
         return columns
 
     def _messages_used(self, rows: slice) -> np.ndarray:
-        return self.used[rows].sum(axis=1)
+        """Per iteration of ``rows``: the messages used (a worker's one message each, unless a messages log
+        counts them)."""
+        if self.messages is None:
+            return self.used[rows].sum(axis=1)
+        return self.messages.used_counts(self.used)[rows]
 
     def times(self, first: int, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rows first..end-1 of compute_start, compute_end and arrival, to fill (rows come in order)."""

@@ -87,7 +87,8 @@ class TrainingCluster(SimPyCluster):
     def next_event(self, until: float):
         event = super().next_event(until)
         if type(event) is Result:
-            version, batch = self.work.pop(event.job, (None, None))
+            # (a job's earlier messages leave its work for the later ones)
+            version, batch = (self.work.pop if event.final else self.work.get)(event.job, (None, None))
             usable = not self.synchronous or version == self.version
             if version is not None and usable and not event.abandoned:
                 self._compute(event, version, batch)
@@ -105,8 +106,14 @@ class TrainingCluster(SimPyCluster):
                 )
                 self.computed += 1
             gradients[j], losses[j] = self.gradients[key]
-        result.messages = [m.numpy() for m in self.scheme.encode(worker, gradients)]
-        result.losses = losses
+        messages = [m.numpy() for m in self.scheme.encode(worker, gradients)]
+        if result.message is None:
+            result.messages, result.losses = messages, losses
+            return
+        # one message of several: the losses of the partitions computed by the time it was sent
+        mid = self.scheme.messages(worker)[result.message]
+        done = self.scheme.partitions(worker)[: self.scheme.ready_after(mid)]
+        result.messages, result.losses = [messages[result.message]], {j: losses[j] for j in done}
 
     def _load(self, version: int) -> None:
         if self.loaded != version:
