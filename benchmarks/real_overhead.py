@@ -14,7 +14,11 @@ With ``--backend torch`` (or ``both``) the overhead is measured on the torch.dis
 a bare gloo round trip with the same payloads: n worker processes, each on a two-rank gloo group of its own,
 receive the weights and send back a gradient-sized tensor, the master sending to all before receiving from any.
 
-    python benchmarks/real_overhead.py [--iterations 40] [--data-dir PATH] [--overhead-only] [--backend ray|torch|both]
+    python benchmarks/real_overhead.py [--iterations 40] [--data-dir PATH] [--overhead-only | --speedups-only]
+        [--backend ray|torch|both] [--ddp]
+
+``--ddp`` adds the DDP all-reduce baseline (``policy: allreduce``) to the speedup runs, under the same
+injected straggling.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import pandas as pd
 
 from gcbench.real.runner import run_variant, start_ray
 from gcbench.scenario import load_scenario
-from gcbench.scenario.schema import Scenario
+from gcbench.scenario.schema import Scenario, Variant
 from gcbench.training.data import load_data
 from gcbench.training.models import build_model
 
@@ -135,44 +139,61 @@ def main() -> None:
     parser.add_argument("--overhead-only", action="store_true", help="skip the speedup runs")
     parser.add_argument("--samples", type=int, default=16, help="samples per worker per iteration (default 16)")
     parser.add_argument("--backend", choices=["ray", "torch", "both"], default="ray")
+    parser.add_argument("--ddp", action="store_true", help="add the DDP baseline to the speedup runs")
+    parser.add_argument("--speedups-only", action="store_true", help="skip the overhead measurement")
     args = parser.parse_args()
     backends = ["ray", "torch"] if args.backend == "both" else [args.backend]
     if "ray" in backends:
         start_ray(None)
+    if not args.speedups_only:
+        measure_overhead(backends, args.iterations, args.samples)
+    if not args.overhead_only:
+        measure_speedups(args.scenario, args.iterations, args.data_dir, backends[0], args.ddp)
+
+
+def measure_overhead(backends: list[str], iterations: int, samples: int) -> None:
     print("coordination overhead per iteration (ms), after 5 warm-up iterations")
     bare_round_trip = {"ray": ray_round_trip, "torch": gloo_round_trip}
     for n in (4, 8):
         for backend in backends:
-            scenario = overhead_scenario(n, args.iterations, args.samples)
+            scenario = overhead_scenario(n, iterations, samples)
             data = load_data(scenario)
             table, workers = run_variant(scenario, scenario.variants[0], data, 0, backend=backend)
             values = overhead(table, workers)[5:] * 1e3
             d = sum(p.numel() for p in build_model(scenario.training.model, data.classes, 0).parameters())
-            bare = np.median(bare_round_trip[backend](n, d, args.iterations)[5:]) * 1e3
+            bare = np.median(bare_round_trip[backend](n, d, iterations)[5:]) * 1e3
             print(
                 f"{backend:<5} n={n}: median {np.median(values):.1f}  p90 {np.percentile(values, 90):.1f}  "
                 f"mean {values.mean():.1f}   bare {'Ray' if backend == 'ray' else 'gloo'} round trip {bare:.1f}"
                 f"   ratio {np.median(values) / bare:.2f}"
             )
-    if args.overhead_only:
-        return
-    scenario = load_scenario(args.scenario)[0].scenario
-    training = {"dataset": "cifar10" if args.data_dir else "synthetic", "data_dir": args.data_dir}
+
+
+def measure_speedups(path: Path, iterations: int, data_dir: str | None, backend: str, ddp: bool) -> None:
+    """Every variant of the scenario (plus the DDP baseline with ``ddp``) trained for real, one after the
+    other: mean and median iteration time after 3 warm-up iterations, and the speedup over the first variant."""
+    scenario = load_scenario(path)[0].scenario
+    training = {"dataset": "cifar10" if data_dir else "synthetic", "data_dir": data_dir}
+    variants = [*scenario.variants]
+    if ddp:
+        variants.append(Variant.model_validate({"label": "DDP", "scheme": "uncoded", "policy": "allreduce"}))
     scenario = scenario.model_copy(
         update={
-            "iterations": args.iterations,
+            "iterations": iterations,
+            "variants": variants,
             "training": scenario.training.model_validate({**scenario.training.model_dump(), **training}),
         }
     )
     data = load_data(scenario)
-    print(f"\n{scenario.name}: mean iteration time under injected straggling ({args.iterations} iterations)")
-    means = {}
+    print(f"\n{scenario.name} on {backend} ({training['dataset']}): iteration time under its injected straggling")
+    times = {}
     for variant in scenario.variants:
-        table, _ = run_variant(scenario, variant, data, 0, backend=backends[0])
-        means[variant.display_label()] = table["duration"].iloc[3:].mean()
-    baseline = next(iter(means.values()))
-    for label, mean in means.items():
-        print(f"{label:<20} {mean * 1e3:8.1f} ms   speedup {baseline / mean:5.2f}x")
+        table, _ = run_variant(scenario, variant, data, 0, backend=backend)
+        times[variant.display_label()] = table["duration"].iloc[3:].to_numpy()
+    baseline = next(iter(times.values())).mean()
+    for label, values in times.items():
+        print(f"{label:<20} mean {values.mean() * 1e3:8.1f} ms  median {np.median(values) * 1e3:8.1f} ms   "
+              f"speedup {baseline / values.mean():5.2f}x")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -157,6 +157,11 @@ def children_of(pid: int) -> set[int]:
     return children
 
 
+def grandchildren_of(pid: int) -> set[int]:
+    """The children of ``pid``'s children: a torch run's workers, forked by the zygote its cluster started."""
+    return {grandchild for child in children_of(pid) for grandchild in children_of(child)}
+
+
 def driver(*args: str, **kwargs):
     """``gcbench ARGS`` as a process of its own (in a session of its own), through the console entry point.
 

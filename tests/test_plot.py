@@ -225,9 +225,10 @@ def test_sim_vs_real_counts_iterations_gives_errors_and_hides_nothing(real_run, 
     at_first_point = sim.iterations[sim.iterations["point"] == 0]
     fig = figures.sim_vs_real(at_first_point, real.iterations)
     left, right = fig.axes
+    assert fig.get_suptitle() == "simulated: 80 · measured: 30 iterations per variant"
+    assert left.get_title() == "distributions (solid: simulated, dashed: measured)"
     for ax in (left, right):
         assert ax.get_legend() is None  # the legend sits below both panels, over no curve
-        assert "simulated: 80 · measured: 30 iterations per variant" in ax.get_title()
     simulated = at_first_point[at_first_point["variant"] == "FR s=1"]["duration"].mean()
     measured = real.iterations[real.iterations["variant"] == "FR s=1"]["duration"].mean()
     _, legends = labels_of(fig)
@@ -237,6 +238,42 @@ def test_sim_vs_real_counts_iterations_gives_errors_and_hides_nothing(real_run, 
     legend_box = fig.legends[0].get_window_extent(renderer)
     assert not any(legend_box.overlaps(ax.get_window_extent(renderer)) for ax in (left, right))
     assert not right.yaxis.label.get_window_extent(renderer).overlaps(left.get_tightbbox(renderer))
+
+
+def real_on(backend: str, real_run: Path, folder: Path, slower: float) -> Path:
+    """The fixture's real run as if measured on ``backend``, its iterations ``slower`` times as long."""
+    run = load_run(real_run)
+    iterations = run.iterations.assign(duration=run.iterations["duration"] * slower)
+    path = folder / f"fixture-{backend}"
+    write_results(path, iterations, None, {**run.metadata, "backend": backend})
+    return path
+
+
+def test_a_ray_run_a_torch_run_and_a_simulation_of_one_scenario_share_one_figure(real_run, sim_run, tmp_path):
+    """Issue 11: `gcbench plot SIM RAY TORCH` puts the three side by side: one figure, each measured run with
+    its own dash and marker, its name in the legend and the counts, its own error against the simulation."""
+    ray_run, torch_run = real_on("ray", real_run, tmp_path, 1.0), real_on("torch", real_run, tmp_path, 1.5)
+    result = runner.invoke(app, ["plot", str(sim_run), str(ray_run), str(torch_run), "-o", str(tmp_path / "o")])
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in sorted((tmp_path / "o").glob("fixture-sim-vs-*.png"))] == [
+        "fixture-sim-vs-fixture-ray-real-and-fixture-torch-real.png"
+    ]
+    sim = load_run(sim_run).iterations.query("point == 1")
+    measured = {name: load_run(path).iterations for name, path in (("ray", ray_run), ("torch", torch_run))}
+    fig = figures.sim_vs_real(sim, measured)
+    left, right = fig.axes
+    assert fig.get_suptitle() == "simulated: 80 · measured (ray): 30 · measured (torch): 30 iterations per variant"
+    dashes = {line.get_label(): line.get_linestyle() for line in fig.legends[0].get_lines()}
+    assert dashes["simulated"] == "-" and dashes["measured (ray)"] == "--" and dashes["measured (torch)"] == ":"
+    _, legends = labels_of(fig)
+    assert {"simulated", "measured (ray)", "measured (torch)", "simulated = measured"} <= legends
+    for name, frame in measured.items():
+        simulated = sim[sim["variant"] == "FR s=1"]["duration"].mean()
+        mean = frame[frame["variant"] == "FR s=1"]["duration"].mean()
+        assert f"FR s=1: simulated mean {(simulated - mean) / mean:+.0%} off measured ({name})" in legends
+    points = [line for line in right.get_lines() if line.get_label().startswith("FR s=1")]
+    assert sorted(line.get_marker() for line in points) == ["o", "s"]  # one marker per measured run
+    assert len(left.get_lines()) == 2 * 3  # two variants, each simulated and on two backends
 
 
 @pytest.mark.slow

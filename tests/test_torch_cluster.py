@@ -25,6 +25,7 @@ from realhelpers import (  # noqa: E402
     child_processes,
     children_of,
     driver,
+    grandchildren_of,
     reference_gradient,
     relative_error,
     scenario,
@@ -234,11 +235,11 @@ def test_a_killed_driver_leaves_no_worker_and_its_torch_run_resumes_every_iterat
     seen: list[set[int]] = []  # the first variant's workers, and the second's once its turn has begun
 
     def settled() -> bool:  # read once a round: while the second variant starts, the count passes 5 to 7
-        seen.append(children_of(first.pid))
+        seen.append(grandchildren_of(first.pid))  # (the driver's children are its clusters' zygotes)
         return len(seen[-1]) in (4, 8)
 
     assert wait_for(settled, 60), f"the driver's workers: {seen[-1]}"
-    workers = seen[-1]
+    workers = seen[-1] | children_of(first.pid)  # and the zygotes that forked them
     os.kill(first.pid, signal.SIGKILL)  # the driver only: its workers must notice and exit on their own
     first.wait()
     assert wait_for(lambda: not any(alive(pid) for pid in workers), 10), "workers outlived their killed driver"
@@ -261,8 +262,8 @@ def test_ctrl_c_stops_a_torch_run_with_status_130_and_no_worker_left(tmp_path):
     out = tmp_path / "run"
     run = driver("run", str(tmp_path / "resume.yaml"), "--backend", "torch", "--out", str(out),
                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
-    assert wait_for(lambda: len(children_of(run.pid)) == 4 or run.poll() is not None, 240)
-    workers = children_of(run.pid)
+    assert wait_for(lambda: len(grandchildren_of(run.pid)) == 4 or run.poll() is not None, 240)
+    workers = grandchildren_of(run.pid) | children_of(run.pid)  # the workers, and their cluster's zygote
     time.sleep(1.0)
     os.killpg(run.pid, signal.SIGINT)  # as a terminal's Ctrl-C does: the driver and its workers
     output, _ = run.communicate(timeout=120)
@@ -311,3 +312,43 @@ def test_every_exact_scheme_trains_on_torch_as_one_process_does_on_the_whole_min
     for label, frame in iterations.groupby("variant"):
         trained = frame.sort_values("iteration")["loss"].to_numpy()
         np.testing.assert_allclose(trained, expected, rtol=1e-4, err_msg=label)
+
+
+LATE = """\
+name: late
+workers: 4
+iterations: 6
+stale_work: finish
+compute: {per_partition: {distribution: deterministic, value: 0.02}}
+straggling: {model: fixed, workers: [0], delay: 0.5}
+variants:
+  - {scheme: fr, s: 1}
+training: {dataset: synthetic, batch_size: 48, eval_every: 6, device: cpu}
+"""
+
+
+@pytest.mark.slow
+def test_messages_of_an_earlier_iteration_arrive_late_and_are_never_used(tmp_path):
+    """Issue 11: worker 0 straggles 0.5 s in every iteration and works through every job (``stale_work:
+    finish``), so its replies of iteration t reach the master while a later iteration collects. None is used:
+    each update is its group partner's alone, so the run trains as one process does on the whole mini-batch."""
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
+    from gcbench.results import read_results
+
+    (tmp_path / "late.yaml").write_text(LATE)
+    for backend in ("torch", "local"):
+        run = ["run", str(tmp_path / "late.yaml"), "--backend", backend, "--out", str(tmp_path / backend)]
+        result = CliRunner().invoke(app, run)
+        assert result.exit_code == 0, result.output
+    iterations, workers, _ = read_results(tmp_path / "torch")
+    late = workers[workers["worker"] == 0].merge(iterations[["iteration", "end"]], on="iteration")
+    assert np.isfinite(late["arrival"]).all() and not late["used"].any()
+    assert (late["arrival"] > late["end"]).all()
+    ends = iterations["end"].to_numpy()
+    during_a_later_iteration = [bool(((ends > a) & (ends - iterations["duration"] < a)).any()) for a in late["arrival"]]
+    assert sum(during_a_later_iteration) >= 1, (late[["iteration", "arrival", "end"]], iterations)
+    assert iterations["exact"].all() and workers[workers["worker"] == 1]["used"].all()
+    expected = read_results(tmp_path / "local")[0]["loss"].to_numpy()
+    np.testing.assert_allclose(iterations.sort_values("iteration")["loss"].to_numpy(), expected, rtol=1e-4)

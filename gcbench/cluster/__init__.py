@@ -9,6 +9,7 @@ from gcbench.cluster._base import (
     Result,
     available_clusters,
     cluster_class,
+    message_fractions,
     register_cluster,
 )
 
@@ -21,5 +22,6 @@ __all__ = [
     "Result",
     "available_clusters",
     "cluster_class",
+    "message_fractions",
     "register_cluster",
 ]

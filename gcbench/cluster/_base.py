@@ -38,7 +38,12 @@ class Result:
     Where the cluster trains, ``messages`` hold the encoded vectors (a list of numpy arrays) and ``losses``
     each computed partition's loss; ``injected`` is the delay a real worker actually slept (NaN: the
     modelled draw, which the master records itself); ``versions``, for a pipelined scheme, the step whose
-    weights computed each cached partition gradient the messages encode."""
+    weights computed each cached partition gradient the messages encode.
+
+    ``message``: None when the result carries every message of the job (they arrive together); else the
+    index, in the worker's message order (``Scheme.messages``), of the one message it carries, sent as soon
+    as the partitions it uses were computed (``Scheme.ready_after``), with ``compute_end`` when it was ready
+    and ``messages`` that one vector. ``final``: the job's last result (its worker is done with the job)."""
 
     job: Job
     at: float
@@ -49,6 +54,8 @@ class Result:
     losses: dict[int, float] | None = None
     injected: float = float("nan")
     versions: dict[int, int] | None = None
+    message: int | None = None
+    final: bool = True
 
     @property
     def worker(self) -> int:
@@ -73,6 +80,18 @@ class Restart:
 
 
 Event = Result | Failure | Restart
+
+
+def message_fractions(scheme: Scheme) -> dict[int, tuple[float, ...]]:
+    """Per worker that sends more than one message: the fraction of its job after which each is ready
+    (``ready_after`` of its load, the job's time split evenly among its partitions)."""
+    fractions = {}
+    for w in range(scheme.n):
+        own = scheme.messages(w)
+        if len(own) > 1:
+            load = len(scheme.partitions(w))
+            fractions[w] = tuple(scheme.ready_after(mid) / load for mid in own)
+    return fractions
 
 
 class Cluster(ABC):

@@ -254,8 +254,8 @@ class Scheme(abc.ABC):
         finite = int(np.isfinite(row).sum())
         if finite == 0 or not self.can_decode(order[:finite]):
             return float("inf")
-        need = self.n - self.s
-        if need <= finite and (need == 1 or not self.can_decode(order[: need - 1])):
+        need = self.n - self.s  # the first n - s messages decode when each worker sends one (not otherwise)
+        if self.messages_per_worker == 1 and need <= finite and (need == 1 or not self.can_decode(order[: need - 1])):
             return float(row[order[need - 1]])
         low, high = 1, finite  # the smallest prefix that decodes lies in [low, high]
         while low < high:

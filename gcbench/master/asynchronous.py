@@ -9,6 +9,8 @@ followed by progress. With ``k_batch_async`` and ``async`` a worker restarts as
 its result arrives, on the weights published before the update its result
 completes. Each recorded iteration is one update; its results' ``arrival`` is
 the update's time, and ``staleness`` how many updates old they were on average.
+A job whose worker sends its messages one at a time (``Result.message``) counts
+as one result when its last message arrives: an update applies whole jobs.
 
 A run is one block of updates in the simulator; a real run's blocks (between
 checkpoints) each start every worker afresh on mini-batch ``first``, as a
@@ -22,6 +24,7 @@ import numpy as np
 
 from gcbench.cluster import Cluster, Failure, Restart, Result
 from gcbench.master.learner import Learner
+from gcbench.master.messages import gather
 from gcbench.master.outcome import stuck_update, timed_out_update
 from gcbench.results.recorder import RunRecorder
 from gcbench.scenario.draw_rows import by_row
@@ -57,6 +60,7 @@ class AsynchronousMaster:
         self.version, self.previous, self.batch = 0, 0.0, []
         self.updates: list[tuple[int, float, float, float]] = []  # (update, start, end, staleness)
         self.used: list[tuple] = []  # (update, worker, row, compute start, ready, measured injected) per result
+        self.parts: dict[int, list[Result]] = {}  # job id -> the messages of it taken so far, one at a time
         for column in (rec.compute_start, rec.compute_end, rec.arrival):
             column[:] = np.nan
 
@@ -94,6 +98,7 @@ class AsynchronousMaster:
         finally:
             cluster.abandon(cluster.running(self.version_of))
             self.version_of.clear()
+            self.parts.clear()
             self.record()
 
     def submit(self, w: int, may_crash: bool) -> None:
@@ -122,6 +127,11 @@ class AsynchronousMaster:
         """Take a result; True when it completed an update."""
         if result.abandoned or result.job.job not in self.version_of:
             return False  # work of an earlier block, or of a job lost with its worker
+        if result.message is not None:
+            self.parts.setdefault(result.job.job, []).append(result)
+            if not result.final:
+                return False  # the job counts once its last message is in
+            result = gather(self.parts.pop(result.job.job))
         batch = self.batch
         batch.append(result)
         if not self.distinct:

@@ -6,6 +6,7 @@ import numpy as np
 
 from gcbench.coding import Scheme
 from gcbench.errors import GcbenchError
+from gcbench.results.messages import sends_several, used_message_ids
 from gcbench.results.recorder import RunRecorder
 
 
@@ -27,6 +28,10 @@ def decoding_quality(rec: RunRecorder, scheme: Scheme, rows: np.ndarray | None =
     guaranteed = scheme.exact & np.isin(reason, ["decodable", "all_arrived"]) & ~failed.any(axis=1)
     rec.exact[rows] = guaranteed
     pending = rows[~guaranteed]
+    if rec.messages is not None or sends_several(scheme):  # a worker's messages may be used in part
+        for t in pending:
+            rec.exact[t], rec.residual[t] = scheme.decode_quality(used_message_ids(rec, scheme, t))
+        return
     if scheme.symmetric:  # one decoding per distinct count of received messages
         counts = rec.used[pending].sum(axis=1)
         for count in np.unique(counts):

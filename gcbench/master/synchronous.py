@@ -10,9 +10,15 @@ the stop"). With ``stale_work: abandon`` the unfinished jobs are abandoned at
 the stop, and jobs not yet started never run; with ``finish`` every worker
 works through every iteration's job in order, after the master moved on.
 
+A worker that sends several messages may send each as soon as it is ready
+(``Result.message``): the policy sees the message ids in the order they
+arrived, so a worker's early messages count before its job ends, and where the
+scheme's workers send several messages each message is logged (the messages
+table, ``rec.messages``).
+
 When the run trains, the master publishes the learner's weights as each
 iteration starts and hands the learner the iteration's used results at its
-stop. On a wall clock every wait is bounded by ``cluster.timeout``; a worker
+stop (a job's messages gathered into one result). On a wall clock every wait is bounded by ``cluster.timeout``; a worker
 lost in a way the failure model did not draw redoes the iteration once back.
 """
 
@@ -23,7 +29,9 @@ import numpy as np
 from gcbench.cluster import Cluster, Failure, Result
 from gcbench.coding.pipelined import used_staleness
 from gcbench.master.learner import Learner
+from gcbench.master.messages import message_ids, whole_jobs
 from gcbench.master.outcome import stuck_iteration, timed_out_iteration
+from gcbench.results.messages import MessageLog, sends_several
 from gcbench.results.recorder import RunRecorder
 
 INF = float("inf")
@@ -47,6 +55,7 @@ class SynchronousMaster:
         self.received: list[Result] = []  # the current iteration's used results, in arrival order
         self.pending: list[list[tuple[int, bool]]] = [[] for _ in range(scheme.n)]  # per worker: (iteration, crash)
         self.held: set[int] = set()  # workers with pending jobs
+        self.log = rec.messages = MessageLog() if sends_several(scheme) else None
         for column in (rec.compute_start, rec.compute_end, rec.arrival):
             column[:] = np.nan  # a job that never started has no times
 
@@ -153,9 +162,12 @@ class SynchronousMaster:
             )  # fmt: skip
             if event.injected == event.injected:  # measured by a real worker (NaN: the modelled draw stands)
                 rec.injected[row, w] = event.injected
-            if row == t and not event.abandoned:
+            used = row == t and not event.abandoned
+            if self.log is not None:
+                self._log(event, used)
+            if used:
                 rec.used[row, w] = True
-                self.order += self.scheme.messages(w)
+                self.order += message_ids(self.scheme, event)
                 self.received.append(event)
                 return True
             return False
@@ -164,6 +176,11 @@ class SynchronousMaster:
         # a drawn crash was noted at submission, and after a Restart the next dispatch submits the worker's
         # pending jobs
         return False
+
+    def _log(self, result: Result, used: bool) -> None:
+        w, own = result.job.worker, self.scheme.messages(result.job.worker)
+        for mid in message_ids(self.scheme, result):
+            self.log.add(result.job.job, w, own.index(mid), mid, result.compute_end, result.at, used)
 
     def _lost(self, failure: Failure, t: int | None) -> None:
         """A worker lost in a way the failure model did not draw: it redoes its job once back (if it comes back)."""
@@ -191,7 +208,7 @@ class SynchronousMaster:
                 if not self.pending[w]:
                     self.held.discard(w)
         if self.learner is not None:
-            rec.loss[t] = self.learner.update(self.received, rescale=False)
+            rec.loss[t] = self.learner.update(whole_jobs(self.received), rescale=False)
             if self.scheme.pipelined:  # the oldest cached partition gradient the decode used
                 rec.staleness[t] = used_staleness(self.scheme, self.received, t)
         unanswered = np.flatnonzero(~(rec.used[t] | rec.failed[t]))

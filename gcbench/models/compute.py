@@ -25,7 +25,7 @@ def compute_times(compute, rng: np.random.Generator, iterations: int, loads: np.
         if compute.trace.load_scaling == "proportional":
             times = times * loads
     elif compute.load == "scale":
-        times = compute.per_partition.sample(rng, (iterations, n)) * loads
+        times = _scaled(compute.per_partition.sample(rng, (iterations, n)), loads)
     else:
         draws = compute.per_partition.sample(rng, (iterations, n, int(loads.max())))
         held = np.arange(draws.shape[2]) < loads[:, None]
@@ -33,6 +33,13 @@ def compute_times(compute, rng: np.random.Generator, iterations: int, loads: np.
     if compute.speeds is not None:
         times = times / np.asarray(compute.speeds)
     return np.asarray(times, dtype=float)
+
+
+def _scaled(times: np.ndarray, loads: np.ndarray) -> np.ndarray:
+    """times * loads, in place where ``times`` is a fresh array of floats (no second (iterations x n) array)."""
+    if isinstance(times, np.ndarray) and times.dtype == float and times.flags.owndata and times.flags.writeable:
+        return np.multiply(times, loads, out=times)
+    return times * loads
 
 
 def overhead_times(compute, rng: np.random.Generator, iterations: int, n: int) -> np.ndarray:

@@ -26,9 +26,11 @@ class Network(Config):
         ``ready`` may hold one row per iteration; messages of different rows never share the link.
         """
         transfer = 0.0 if self.bandwidth is None else message_bytes / self.bandwidth
-        reach = np.asarray(ready, dtype=float) + self.latency
+        ready = np.asarray(ready, dtype=float)
+        # adding a zero changes no time (times are never -0.0): skipped, as a pass over the array and a temporary
+        reach = ready + self.latency if self.latency else _read_only(ready)
         if not self.shared_link or transfer == 0.0:
-            return reach + transfer
+            return reach + transfer if transfer else reach
         order = np.argsort(reach, axis=-1, kind="stable")
         sorted_reach = np.take_along_axis(reach, order, axis=-1)
         # FIFO queue: departure_i = max(reach_i, departure_{i-1}) + transfer, unrolled as a running max
@@ -37,3 +39,10 @@ class Network(Config):
         out = np.empty_like(reach)
         np.put_along_axis(out, order, departures, axis=-1)
         return out
+
+
+def _read_only(times: np.ndarray) -> np.ndarray:
+    """A view of ``times`` that no caller can write to (the arrivals may be the caller's own ready times)."""
+    view = times.view()
+    view.flags.writeable = False
+    return view

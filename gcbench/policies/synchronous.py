@@ -9,7 +9,7 @@ from pydantic import Field, PositiveFloat
 
 from gcbench.coding import Scheme
 from gcbench.coding._base import kth_smallest
-from gcbench.policies._base import PolicyOutcome, SynchronousPolicy, all_arrived
+from gcbench.policies._base import PolicyOutcome, SynchronousPolicy, all_arrived, constant_reason
 from gcbench.policies._registry import register_policy
 
 
@@ -21,7 +21,7 @@ class WaitAll(SynchronousPolicy):
 
     def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
         stop = all_arrived(arrivals)
-        return self._fallback(stop, np.full(len(stop), "all_arrived", dtype=object), arrivals)
+        return self._fallback(stop, constant_reason("all_arrived", len(stop)), arrivals)
 
     def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
         if not all_arrived:
@@ -39,7 +39,7 @@ class Decodable(SynchronousPolicy):
 
     def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
         stop = scheme.decode_times(arrivals)
-        return self._fallback(stop, np.full(len(stop), "decodable", dtype=object), arrivals)
+        return self._fallback(stop, constant_reason("decodable", len(stop)), arrivals)
 
     def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
         if scheme.can_decode(received):
@@ -56,7 +56,7 @@ class FastestK(SynchronousPolicy):
 
     def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
         stop = kth_smallest(arrivals, min(self.k, arrivals.shape[1]))
-        return self._fallback(stop, np.full(len(stop), "fastest_k", dtype=object), arrivals)
+        return self._fallback(stop, constant_reason("fastest_k", len(stop)), arrivals)
 
     def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
         if len(received) >= self.k:

@@ -15,6 +15,9 @@ back (a Restart) once its downtime has passed and it has its data again
 good (``downtime: null``) is dead from that job's submission, and killed
 without restart when its exit comes.
 
+A worker that sends several messages streams a reply per message
+(gcbench/real/ray_streams.py).
+
 A crashed job is sent only once the worker's earlier jobs have replied, and the
 jobs after it wait with it: the process exits the moment the crashed job starts,
 and a reply still being sent then would be lost with it (seen on a loaded
@@ -34,12 +37,13 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from gcbench.cluster import Cluster, Failure, Job, Restart, Result, register_cluster
+from gcbench.cluster import Cluster, Failure, Job, Restart, Result, message_fractions, register_cluster
 from gcbench.errors import GcbenchError
 from gcbench.master import RunStuck
 from gcbench.real.clock import WallClock
 from gcbench.real.due_events import DueEvents
 from gcbench.real.processes import alive
+from gcbench.real.ray_streams import StreamedJobs
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 
 log = logging.getLogger("gcbench")
@@ -55,7 +59,7 @@ class ClusterStuck(RunStuck):
 
 
 @register_cluster("ray")
-class RayCluster(Cluster):
+class RayCluster(StreamedJobs, Cluster):
     """One actor per worker; a job on a busy worker queues behind on its actor, one on a down worker here."""
 
     def __init__(
@@ -79,7 +83,8 @@ class RayCluster(Cluster):
         self.trains, self.weights, self.version = False, None, -1
         self.actors: list = []
         self.data: list[dict] = [{} for _ in range(self.n)]  # per worker: partition -> [shard ref], for restarts
-        self.jobs: dict[Any, Job] = {}  # compute refs in flight, in submission order
+        self.jobs: dict[Any, Job] = {}  # compute refs (streams for several messages) in flight, in submission order
+        self.fractions = message_fractions(scheme)  # per worker that sends several messages: when each is ready
         self.queued: list[list[Job]] = [[] for _ in range(self.n)]  # jobs of a down worker, sent when it is back
         self.held: list[list[Job]] = [[] for _ in range(self.n)]  # a crashed job and those after it, see _release
         self.batches: dict[Job, int] = {}
@@ -192,6 +197,9 @@ class RayCluster(Cluster):
     def _send(self, job: Job) -> None:
         w, row = job.worker, job.row
         actor = self.actors[w]
+        if w in self.fractions:
+            self.jobs[self._stream(job)] = job
+            return
         if self.trains:
             straggling, overhead = self.straggling[row][w], self.overhead[row][w]
             batch, version = self.batches[job], self.version
@@ -265,6 +273,8 @@ class RayCluster(Cluster):
         ref = done[0]
         if ref in self.pings:
             self._reloaded(self.pings.pop(ref), ref)
+        elif isinstance(ref, self.ray.ObjectRefGenerator):
+            self._streamed(ref)
         else:
             job = self.jobs.pop(ref)
             self._replied(job, ref)
@@ -282,20 +292,25 @@ class RayCluster(Cluster):
         return event
 
     def _replied(self, job: Job, ref) -> None:
+        reply = self._got(job, ref)
+        if reply is None:
+            self._exited(job)
+        else:
+            self._reply(job, reply)
+
+    def _got(self, job: Job, ref) -> dict | None:
+        """A job's reply; None when its worker's process exited (or was restarted unnoticed)."""
         ray = self.ray
         try:
-            reply = ray.get(ref)
+            return ray.get(ref)
         except ray.exceptions.RayActorError:
-            self._exited(job)
-            return
+            return None
         except ray.exceptions.RayTaskError as error:
             from gcbench.real.sleeper import WorkerRestarted
 
             if isinstance(error.cause, WorkerRestarted):  # restarted unnoticed (it died idle): give it its data
-                self._exited(job)
-                return
+                return None
             raise GcbenchError(f"worker {job.worker} raised an error: {error.cause!r}") from None
-        self._reply(job, reply)
 
     def _reply(self, job: Job, reply: dict) -> None:
         self.batches.pop(job, None)
@@ -310,6 +325,7 @@ class RayCluster(Cluster):
         injected = reply.get("injected", float("nan"))
         messages, losses = reply.get("messages"), reply.get("losses")
         result = Result(job, at, start, end, messages, reply["abandoned"], losses, injected, reply.get("versions"))
+        result.message, result.final = reply.get("message"), reply.get("final", True)
         if reply.get("refilled"):  # a pipelined worker's cache died with its process
             log.warning(f"gcbench: worker {job.worker} lost its cached partition gradients with its process; "
                         f"from step {job.row} it computes partitions {reply['refilled']} again")  # fmt: skip
@@ -340,8 +356,12 @@ class RayCluster(Cluster):
     def _replies_before_exit(self, w: int) -> list[Job]:
         """Take the replies worker w sent before it exited; the jobs that died with it."""
         refs = [ref for ref, other in self.jobs.items() if other.worker == w]
+        streams = [ref for ref in refs if isinstance(ref, self.ray.ObjectRefGenerator)]
+        for stream in streams:
+            self._take_sent(stream)
+        lost = [self.jobs.pop(stream) for stream in streams if stream in self.jobs]  # unfinished: died with it
+        refs = [ref for ref, other in self.jobs.items() if other.worker == w]
         ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0) if refs else ([], [])
-        lost = []
         for ref in refs:
             job = self.jobs.pop(ref)
             try:

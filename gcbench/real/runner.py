@@ -39,9 +39,13 @@ def run_variant(
     and workers tables.
 
     With ``checkpoint``, the run saves every ``training.checkpoint_every`` iterations
-    and, if a checkpoint exists, continues from it (times continue from where it stopped).
+    and, if a checkpoint exists, continues from it (times continue from where it stopped). An allreduce
+    variant trains the DDP baseline (its ranks, no master), as ``gcbench run`` does.
     """
-    run = VariantRun(scenario, scenario.variants.index(variant), seed, data, checkpoint, backend)
+    from gcbench.real.ddp_run import DDPRun
+
+    kind = DDPRun if variant.policy.name == "allreduce" else VariantRun
+    run = kind(scenario, scenario.variants.index(variant), seed, data, checkpoint, backend)
     on_iteration = (lambda done, loss, accuracy: progress(done)) if progress else None
     try:
         while not run.finished:

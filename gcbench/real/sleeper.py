@@ -89,3 +89,18 @@ class SleepingWorker(RayWorker):
             start = time.time()
             abandoned = self.sleep(job, start + seconds)
             return self.reply(start, time.time(), abandoned)
+
+    def compute_messages(self, job: int, seconds: float, crash: bool, fractions: tuple[float, ...]):
+        """A job of a worker with several messages, one reply per message as each is ready: message i once
+        ``fractions[i]`` of the modelled time has passed (the simulator's split). An abandoned job's last reply
+        says so; every reply says whether it is the job's ``final`` one."""
+        if (reply := self.begin(job, crash)) is not None:
+            yield {**reply, "final": True}
+            return
+        with self.lock:
+            start = time.time()
+            for i, fraction in enumerate(fractions):
+                abandoned = self.sleep(job, start + seconds * fraction)
+                yield self.reply(start, time.time(), abandoned, message=i, final=abandoned or i == len(fractions) - 1)
+                if abandoned:
+                    return

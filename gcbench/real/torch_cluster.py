@@ -35,7 +35,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from gcbench.cluster import Cluster, Failure, Job, Restart, Result, register_cluster
+from gcbench.cluster import Cluster, Failure, Job, Restart, Result, message_fractions, register_cluster
 from gcbench.real.clock import WallClock
 from gcbench.real.cluster import ClusterStuck
 from gcbench.real.due_events import DueEvents
@@ -57,6 +57,7 @@ class TorchCluster(Cluster):
         self.n, self.timeout = scenario.workers, scenario.training.timeout
         self.straggling, self.overhead = draws.straggling.tolist(), draws.overhead.tolist()
         self.busy = draws.busy.tolist()
+        self.fractions = message_fractions(scheme)  # per worker that sends several messages: when each is ready
         self.downtime = getattr(scenario.failures, "downtime", None)
         self.trains, self.delay, self.spec = False, 0.0, None
         self.weights, self.version, self.has_version = None, 0, [-1] * self.n
@@ -196,6 +197,8 @@ class TorchCluster(Cluster):
             message.update(straggling=self.straggling[row][w], overhead=self.overhead[row][w], batch=self.batches[job])
         else:
             message["seconds"] = self.busy[row][w]
+        if w in self.fractions:  # it sends each of its messages as soon as it is ready
+            message["fractions"] = self.fractions[w]
         self.sent[w].append(job)
         # posted, not waited for: the next worker's job goes out meanwhile. A broken channel: the worker's exit
         # is on its way, and the job is lost with it
@@ -285,16 +288,20 @@ class TorchCluster(Cluster):
         job = next((job for job in self.sent[w] if job.job == message["job"]), None)
         if job is None:
             return  # a reply nobody waits for
-        self.sent[w].remove(job)
-        self.batches.pop(job, None)
         reply = message["reply"]
+        final = reply.get("final", True)  # (a job's earlier messages leave it in flight)
+        if final:
+            self.sent[w].remove(job)
+            self.batches.pop(job, None)
         if not reply["started"]:
             return  # abandoned before it began: it never ran
-        self.idle_since[w] = self.clock.at(reply["compute_end"])
         start, end = self.clock.at(reply["compute_start"]), self.clock.at(reply["compute_end"])
+        if final:
+            self.idle_since[w] = end
         at = max(self.now, end + self.delay)  # the modelled network holds a timing-only result back
         injected = reply.get("injected", float("nan"))
         result = Result(job, at, start, end, reply.get("messages"), reply["abandoned"], reply.get("losses"), injected)
+        result.message, result.final = reply.get("message"), final
         self._schedule(at, result)
 
     def _exited(self, w: int) -> None:
@@ -379,7 +386,8 @@ class TorchCluster(Cluster):
         """Worker processes still alive (here, or on an agent's machine), and jobs, replacements or events
         still pending."""
         lines = [f"worker {session.worker}'s process {session.pid or '(remote)'} is alive" for session in self._alive()]
-        lines += [f"spare process {pid} is alive" for pid in (self.launcher.spare_pids() if self.launcher else [])]
+        helpers = self.launcher.spare_pids() if self.launcher else []
+        lines += [f"spare or zygote process {pid} is alive" for pid in helpers]
         counts = {"jobs in flight": sum(map(len, self.sent)), "replacements starting": len(self.reloading)}
         counts.update({"events not taken": len(self.events), "jobs queued": sum(map(len, self.queued))})
         return lines + [f"{count} {what}" for what, count in counts.items() if count]

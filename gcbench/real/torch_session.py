@@ -27,21 +27,29 @@ EXIT_WAIT = 2.0  # seconds a worker gets to exit, and its receiver to end, befor
 
 
 class LocalLauncher:
-    """Worker processes as the driver's own children, on this machine, meeting it on its loopback store.
+    """Worker processes on this machine, meeting the driver on its loopback store: forks of a zygote that has
+    imported torch once (gcbench/real/torch_zygote.py; on Linux), or else fresh interpreters, the driver's
+    own children.
 
-    With ``keep_spare`` one process more waits, torch imported, to become the next replacement: a
-    replacement then starts in a fraction of a second, not the seconds an interpreter takes to import torch
-    (more than a 4 s downtime on a loaded machine), so the downtime a scenario gives is the downtime a run has.
+    A fresh interpreter takes seconds to import torch (more than a 4 s downtime on a loaded machine), so
+    without a zygote, ``keep_spare`` keeps one process more waiting, torch imported, to become the next
+    replacement; a fork starts in milliseconds and needs none. Either way the downtime a scenario gives is the
+    downtime a run has.
     """
 
     host = torch_channel.HOST
 
     def __init__(self, rendezvous, timeout: float) -> None:
+        from gcbench.real import torch_zygote
+
         self.rendezvous, self.port, self.timeout = rendezvous, rendezvous.port, timeout
         self.spares = itertools.count()
         self.spare: tuple[subprocess.Popen, int] | None = None
+        self.zygote = torch_zygote.Zygote(_environment()) if torch_zygote.usable() else None
 
-    def spawn(self, worker: int, session: int, scope: str = "") -> subprocess.Popen:
+    def spawn(self, worker: int, session: int, scope: str = ""):
+        if self.zygote is not None:
+            return self.zygote.spawn(worker_arguments(worker, session, self.port, self.timeout, self.host, scope))
         if self.spare is None or self.spare[0].poll() is not None:
             return self._start(worker, session, scope)
         process, number = self.spare
@@ -50,6 +58,8 @@ class LocalLauncher:
         return process
 
     def keep_spare(self) -> None:
+        if self.zygote is not None:
+            return  # (a fork is the spare)
         number = next(self.spares)
         self.spare = self._start(SPARE, number, ""), number
 
@@ -59,13 +69,18 @@ class LocalLauncher:
         return start_worker(command)
 
     def spare_pids(self) -> list[int]:
-        return [self.spare[0].pid] if self.spare is not None and self.spare[0].poll() is None else []
+        """The spare and the zygote, while they run (the processes beside the sessions)."""
+        processes = [self.spare[0]] if self.spare is not None else []
+        processes += [self.zygote.process] if self.zygote is not None else []
+        return [process.pid for process in processes if process.poll() is None]
 
     def close(self) -> None:
-        """End the spare (the sessions are the cluster's to end)."""
+        """End the spare and the zygote (the sessions are the cluster's to end)."""
         if self.spare is not None:
             stop(self.spare[0])
             self.spare = None
+        if self.zygote is not None:
+            self.zygote.close()
 
 
 def start_worker(command: list[str]) -> subprocess.Popen:
@@ -89,8 +104,14 @@ def stop(process) -> None:
 
 def worker_command(worker: int, session: int, port: int, timeout: float, host: str, scope: str) -> list[str]:
     """The command line of one worker session (gcbench/real/torch_worker.py)."""
-    arguments = [worker, session, port, timeout, host, scope]
-    return [sys.executable, "-m", "gcbench.real.torch_worker", *map(str, arguments)]
+    arguments = worker_arguments(worker, session, port, timeout, host, scope)
+    return [sys.executable, "-m", "gcbench.real.torch_worker", *arguments]
+
+
+def worker_arguments(worker: int, session: int, port: int, timeout: float, host: str, scope: str) -> list[str]:
+    """(An empty scope, the last, is left out: the worker's default.)"""
+    arguments = [str(value) for value in (worker, session, port, timeout, host, scope)]
+    return arguments if scope else arguments[:-1]
 
 
 class WorkerSession:

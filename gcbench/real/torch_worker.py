@@ -100,14 +100,24 @@ def _work(worker: int, abandoned: set[int], inbox: queue.Queue, sender) -> None:
             sender.send({"kind": "ready", "pid": os.getpid()})
         else:
             weights = message.get("weights", weights)  # new weights come with the first job after they change
-            sender.send({"kind": "reply", "job": message["job"], "reply": _compute(actor, message, weights)})
+            for reply in _replies(actor, message, weights):  # one per message as each is ready, or the job's one
+                sender.send({"kind": "reply", "job": message["job"], "reply": reply})
 
 
-def _compute(actor, message: dict[str, Any], weights) -> dict[str, Any]:
+def _replies(actor, message: dict[str, Any], weights):
     job, crash = message["job"], message["crash"]
+    if "fractions" in message:  # a worker with several messages: each sent as soon as it is ready
+        if "seconds" in message:
+            yield from actor.compute_messages(job, message["seconds"], crash, message["fractions"])
+        else:
+            yield from actor.compute_messages(
+                job, weights, message["straggling"], crash, message["batch"], message["overhead"]
+            )
+        return
     if "seconds" in message:
-        return actor.compute(job, message["seconds"], crash)
-    return actor.compute(job, weights, message["straggling"], crash, message["batch"], message["overhead"])
+        yield actor.compute(job, message["seconds"], crash)
+        return
+    yield actor.compute(job, weights, message["straggling"], crash, message["batch"], message["overhead"])
 
 
 if __name__ == "__main__":

@@ -107,6 +107,60 @@ class GradientWorker(RayWorker):
             extra["refilled"], self.said_lost = missing, True  # once per process; the cluster logs it
         return self.cache.due(step)
 
+    def compute_messages(
+        self, job: int, weights: np.ndarray, straggling: bool, crash: bool, batch: int, overhead: float
+    ):
+        """``compute`` for a worker with several messages: one reply per message, each sent once the partitions
+        it uses are computed (``Scheme.ready_after``) and its share of the injected delay slept: the job's
+        penalty (from its compute so far, extrapolated to its load) and overhead, split evenly per partition,
+        as the simulator splits a job's time. Every reply says whether it is the job's ``final`` one."""
+        if (reply := self.begin(job, crash)) is not None:
+            yield {**reply, "final": True}
+            return
+        with self.lock:
+            yield from self._messages(job, weights, straggling, batch, overhead)
+
+    def _messages(self, job: int, weights: np.ndarray, straggling: bool, batch: int, overhead: float):
+        start, slept = time.time(), 0.0
+        self._load_weights(weights)
+        parts, own = self.scheme.partitions(self.worker), self.scheme.messages(self.worker)
+        ready = [self.scheme.ready_after(mid) for mid in own]
+        grads, losses, left = {}, {}, len(own)
+        for done, j in enumerate(parts, start=1):
+            if job in self.abandoned:
+                yield self.reply(start, time.time(), True, injected=slept, final=True)
+                return
+            grads[j], losses[j] = shard_gradient(self.model, self.shards[j], self.sampler, batch, j, self.device)
+            due = [i for i, after in enumerate(ready) if after == done]
+            if not due:
+                continue
+            computed = time.time()
+            delay = self._share(computed - start - slept, done, len(parts), straggling, overhead) - slept
+            messages = self._encode_some(grads, due)
+            if self.sleep(job, computed + max(delay, 0.0)):
+                yield self.reply(start, time.time(), True, injected=time.time() - computed + slept, final=True)
+                return
+            slept += max(delay, 0.0)
+            for i in due:
+                left -= 1
+                computed_losses = {p: losses[p] for p in parts[:done]}
+                yield self.reply(start, time.time(), False, messages=[messages[i]], losses=computed_losses,
+                                 injected=slept, message=i, final=left == 0)  # fmt: skip
+
+    def _share(self, work: float, done: int, load: int, straggling: bool, overhead: float) -> float:
+        """The injected delay due once ``done`` of ``load`` partitions are computed in ``work`` seconds."""
+        whole = work * load / done  # the job's compute, extrapolated from its partitions so far
+        penalty = self.straggling.penalty(np.array([whole]), np.array([float(load)]), np.array([straggling]))
+        return (float(penalty[0]) + overhead) * done / load
+
+    def _encode_some(self, grads: dict, due: list[int]) -> dict[int, np.ndarray]:
+        """The messages ``due`` (indices among the worker's) from the partitions computed so far: the others'
+        coefficients are zero in them, so any computed gradient stands in for those not computed yet."""
+        spare = next(iter(grads.values()))
+        full = {j: grads.get(j, spare) for j in self.scheme.partitions(self.worker)}
+        encoded = self.scheme.encode(self.worker, full)
+        return {i: encoded[i].cpu().numpy() for i in due}
+
     def _load_weights(self, weights: np.ndarray) -> None:
         if self.device.type == "cpu":
             self.flat.numpy()[:] = weights  # weights is a read-only view of the object store

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 Emit = Callable[["RunRecorder", int, int], None]  # emit(rec, first, end): rows first..end-1 are final
+_kept_tiles: tuple | None = None  # (count, loads, worker column, partitions column) of the latest chunk size
 
 
 class RunRecorder:
@@ -24,7 +25,6 @@ class RunRecorder:
         self.iterations, self.n = iterations, n
         kept = iterations if window is None else min(window, iterations)
         self.first_kept, self.done, self.emit = 0, 0, emit  # the per-worker times hold rows first_kept.. on
-        self._kept_tiles: tuple | None = None
         shape = (kept, n)
         self.compute_start = np.zeros(shape)
         self.compute_end = np.zeros(shape)
@@ -43,6 +43,7 @@ class RunRecorder:
         self.staleness = np.zeros(iterations)
         self.loss = np.full(iterations, np.nan)  # when the run trains
         self.accuracy = np.full(iterations, np.nan)  # where it was evaluated
+        self.messages = None  # a MessageLog (gcbench/results/messages.py) where workers send several messages
 
     def iteration_columns(
         self, trained: bool = False, done: int | None = None, stop_text: bool = True
@@ -55,7 +56,7 @@ class RunRecorder:
             "start": self.start[rows],
             "end": self.end[rows],
             "duration": self.duration[rows],
-            "messages_used": self.used[rows].sum(axis=1),
+            "messages_used": self._messages_used(rows),
             "stop": self.reason[rows].astype(str) if stop_text else self.reason[rows],
             "exact": self.exact[rows],
             "residual": self.residual[rows],
@@ -65,13 +66,21 @@ class RunRecorder:
             columns.update(loss=self.loss[rows], accuracy=self.accuracy[rows])
         return columns
 
+    def _messages_used(self, rows: slice) -> np.ndarray:
+        """Per iteration of ``rows``: the messages used (a worker's one message each, unless a messages log
+        counts them)."""
+        if self.messages is None:
+            return self.used[rows].sum(axis=1)
+        return self.messages.used_counts(self.used)[rows]
+
     def times(self, first: int, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rows first..end-1 of compute_start, compute_end and arrival, to fill (rows come in order)."""
         if end - self.first_kept > len(self.compute_start):
             self.flush()
             self.first_kept = first
-            # new arrays, not the old ones overwritten: what was emitted may still be being written
-            self.compute_start, self.compute_end, self.arrival = (np.zeros_like(a) for a in self._times())
+            # new arrays, not the old ones overwritten: what was emitted may still be being written; empty, not
+            # zeros (the engine writes every row it marks done, and only those are emitted): no pass to clear them
+            self.compute_start, self.compute_end, self.arrival = (np.empty_like(a) for a in self._times())
         rows = slice(first - self.first_kept, end - self.first_kept)
         return self.compute_start[rows], self.compute_end[rows], self.arrival[rows]
 
@@ -89,13 +98,15 @@ class RunRecorder:
             self.first_kept = self.done
 
     def _tiles(self, loads: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """The worker and partitions columns of ``count`` iterations: the same for every chunk of a size (kept)."""
-        kept = self._kept_tiles
+        """The worker and partitions columns of ``count`` iterations: the same for every chunk of a size, and
+        for every task of a run (kept across recorders, read only)."""
+        global _kept_tiles
+        kept = _kept_tiles
         if kept is None or kept[0] != count or not np.array_equal(kept[1], loads):
             tiles = np.tile(np.arange(self.n), count), np.tile(loads, count)
             for tile in tiles:
                 tile.flags.writeable = False
-            kept = self._kept_tiles = (count, loads.copy(), *tiles)
+            kept = _kept_tiles = (count, loads.copy(), *tiles)
         return kept[2], kept[3]
 
     def worker_columns(self, loads: np.ndarray, done: int | None = None) -> dict[str, np.ndarray]:
@@ -124,6 +135,11 @@ class RunRecorder:
 
 
 def _nan_for_infinite(times: np.ndarray) -> np.ndarray:
-    """NaN where a time is infinite (never): the array itself when every time is finite (no copy)."""
+    """NaN where a time is infinite (never): the array itself when every time is finite (no copy).
+
+    A finite sum says every time is finite (an inf or NaN would carry into it) in one read of the array,
+    without the isfinite flags' array; times of a few thousand seconds cannot overflow it."""
+    if np.isfinite(np.add.reduce(times, axis=None)):
+        return times
     finite = np.isfinite(times)
     return times if finite.all() else np.where(finite, times, np.nan)

@@ -46,3 +46,16 @@ WORKER_COLUMNS = {
     "straggling": "True when the straggling model slowed it this iteration",
     "failed": "True when it crashed or was down this iteration",
 }
+
+MESSAGE_COLUMNS = {
+    "variant": "as in the iterations table",
+    "point": "as in the iterations table",
+    "seed": "as in the iterations table",
+    "iteration": "as in the iterations table",
+    "worker": "worker index",
+    "message": "the message's index among its worker's messages, from 0",
+    "message_id": "the message's global id in the scheme (what the decoder and the policy see)",
+    "ready": "when the partitions it uses were computed and it was sent",
+    "arrival": "when it reached the master",
+    "used": "True when the master used it",
+}

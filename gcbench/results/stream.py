@@ -28,9 +28,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gcbench.results.schema import ITERATION_COLUMNS, WORKER_COLUMNS
+from gcbench.results.schema import ITERATION_COLUMNS, MESSAGE_COLUMNS, WORKER_COLUMNS
 
-TABLES = {"iterations": ITERATION_COLUMNS, "workers": WORKER_COLUMNS}
+TABLES = {"iterations": ITERATION_COLUMNS, "workers": WORKER_COLUMNS, "messages": MESSAGE_COLUMNS}
 ENCODED = ("stop",)  # columns besides the identity that have few distinct values: dictionary-encoded
 STATISTICS = ("variant", "scheme", "policy", "point", "seed", "iteration")  # min/max kept: a reader can filter
 # How (measured on a chunk of 1M workers rows: 42 ns a row, 18 bytes): floats plain (a dictionary of random
@@ -114,12 +114,17 @@ class Background:
 
 
 class ResultsWriter:
-    """iterations.parquet and, unless ``with_workers`` is false, workers.parquet in ``directory``."""
+    """iterations.parquet and, unless ``with_workers`` is false, workers.parquet in ``directory``; with
+    ``with_messages`` (and the workers table) also messages.parquet (gcbench/results/messages.py)."""
 
-    def __init__(self, directory: Path, with_workers: bool, store_schema: bool = False) -> None:
+    def __init__(
+        self, directory: Path, with_workers: bool, store_schema: bool = False, with_messages: bool = False
+    ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.directory, self.with_workers = directory, with_workers
+        self.with_messages = with_workers and with_messages
         names = ("iterations", "workers") if with_workers else ("iterations",)
+        names += ("messages",) if self.with_messages else ()
         self.files = {name: TableFile(directory / f"{name}.parquet", name, store_schema) for name in names}
         self.iteration_rows = 0
         self.background = Background()
@@ -133,6 +138,10 @@ class ResultsWriter:
         _check(table, "workers")
         self.background.call(lambda: self.files["workers"].write(table))
 
+    def messages(self, table: pa.Table) -> None:
+        _check(table, "messages")
+        self.background.call(lambda: self.files["messages"].write(table))
+
     def append_part(self, part: Path) -> pa.Table:
         """Append a part written by ``part_writer``, a row group at a time; returns its iterations table."""
         iterations = pq.read_table(part / "iterations.parquet")
@@ -142,6 +151,9 @@ class ResultsWriter:
             source = pq.ParquetFile(workers)
             for group in range(source.num_row_groups):
                 self.workers(source.read_row_group(group))
+        messages = part / "messages.parquet"
+        if self.with_messages and messages.is_file():
+            self.messages(pq.read_table(messages))
         return iterations
 
     def close(self) -> None:
@@ -152,8 +164,10 @@ class ResultsWriter:
             raise
         for file in self.files.values():
             file.close()
-        if not self.with_workers:  # never leave an earlier run's workers table beside this run's iterations
-            (self.directory / "workers.parquet").unlink(missing_ok=True)
+        # never leave an earlier run's workers or messages table beside this run's iterations
+        for name in ("workers", "messages"):
+            if name not in self.files:
+                (self.directory / f"{name}.parquet").unlink(missing_ok=True)
 
     def abort(self) -> None:
         try:
@@ -171,6 +185,6 @@ def _check(table: pa.Table, name: str) -> None:
         raise ValueError(f"the {name} table lacks the schema's columns {missing}")
 
 
-def part_writer(directory: Path, with_workers: bool) -> ResultsWriter:
+def part_writer(directory: Path, with_workers: bool, with_messages: bool = False) -> ResultsWriter:
     """A task's tables in a folder of their own, with their Arrow schema, for ``append_part`` to read back."""
-    return ResultsWriter(directory, with_workers, store_schema=True)
+    return ResultsWriter(directory, with_workers, store_schema=True, with_messages=with_messages)

@@ -13,6 +13,14 @@ A job is one SimPy event whose callback queues its result for ``next_event``
 (with a shared link: reaching the link, then its transfer over the link); the
 master running on this cluster is the simulator's event engine. Virtual time
 only moves inside ``next_event``, which steps the environment to the next event.
+
+A worker that sends more than one message (``Scheme.messages``) sends each as
+soon as the partitions it uses are computed: the job's drawn busy time is for
+all its partitions, split evenly among them (what the load model implies: a
+per-partition time times the load), so message i is ready ``ready_after(i) /
+load`` of the way through the job, and each message is its own result with its
+own latency and transfer (on the shared link, its own turn). A worker with one
+message sends it when its job ends, as it always did.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from heapq import heappush
 import simpy
 from simpy.core import NORMAL
 
-from gcbench.cluster import Cluster, Event, Failure, Job, Restart, Result, register_cluster
+from gcbench.cluster import Cluster, Event, Failure, Job, Restart, Result, message_fractions, register_cluster
 from gcbench.scenario.draw_rows import DrawnRows, by_row
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 
@@ -72,10 +80,11 @@ class Link:
             Due(self.env, self.transfer, NORMAL, event._value, self._sent)
 
     def _sent(self, event: Due) -> None:
-        job, begin, ready = event._value
+        job, begin, ready, message = event._value
         queue = self.queue
         self.busy = bool(queue)  # (before delivering, as the process had it)
-        self.sent(Result(job, self.env._now, begin, ready))
+        now = self.env._now
+        self.sent(Result(job, now, begin, ready) if message is None else _part(job, now, begin, ready, message))
         if queue:
             Due(self.env, self.transfer, NORMAL, queue.popleft(), self._sent)
         elif self.idle is not None:
@@ -95,11 +104,12 @@ class ResourceLink:
         self.env.process(self._send(event._value))
 
     def _send(self, message):
-        job, begin, ready = message
+        job, begin, ready, index = message
         with self.resource.request() as granted:
             yield granted
             yield self.env.timeout(self.transfer)
-            self.sent(Result(job, self.env.now, begin, ready))
+            now = self.env.now
+            self.sent(Result(job, now, begin, ready) if index is None else _part(job, now, begin, ready, index))
         if self.idle is not None and not self.resource.users and not self.resource.queue:
             self.idle(self)
 
@@ -121,6 +131,8 @@ class SimPyCluster(Cluster):
         self.latency = network.latency
         self.transfer = 0.0 if network.bandwidth is None else message_bytes(scenario, scheme) / network.bandwidth
         self.shared = network.shared_link and self.transfer > 0
+        self.fractions = message_fractions(scheme)  # per worker sending several messages: when each is ready
+        self.remaining: dict[Job, int] = {}  # such a job's messages still to deliver
         self.link_per_job, self.links = link_per_job, {}  # job id -> the link its messages share
         self.link = None if link_per_job else self._shared_link()  # the one link of an asynchronous run
         self.free_at = [0.0] * self.n  # when each worker's queued work ends
@@ -163,14 +175,32 @@ class SimPyCluster(Cluster):
         ready = begin + seconds
         self.free_at[worker] = ready
         self.jobs[handle] = (job, begin)
+        fractions = self.fractions.get(worker)
+        if fractions is not None:
+            self._send_messages(handle, begin, seconds, fractions)
+            return handle
         # (begin - now) + seconds + ... keeps a job started now on the same floats as t + (seconds + latency + transfer)
         delay = (begin - now) + seconds + self.latency
         if self.shared:
-            self._reach_in(delay, worker, (handle, begin, ready))
+            self._reach_in(delay, worker, (handle, begin, ready, None))
         else:
             delay += self.transfer
             env.timeout(delay, Result(handle, now + delay, begin, ready)).callbacks.append(self._queue)
         return handle
+
+    def _send_messages(self, handle: Job, begin: float, seconds: float, fractions: tuple[float, ...]) -> None:
+        """Each of the job's messages once the partitions it uses are computed, each with its own transfer."""
+        now = self.env.now
+        self.remaining[handle] = len(fractions)
+        for index, fraction in enumerate(fractions):
+            work = seconds * fraction
+            delay = (begin - now) + work + self.latency
+            if self.shared:
+                self._reach_in(delay, handle.worker, (handle, begin, begin + work, index))
+            else:
+                delay += self.transfer
+                result = _part(handle, now + delay, begin, begin + work, index)
+                self.env.timeout(delay, result).callbacks.append(self._queue)
 
     def seconds(self, worker: int, row: int) -> float:
         """How long a job computes: the run's draw (a subclass may change it, e.g. from a SimPy process)."""
@@ -207,12 +237,25 @@ class SimPyCluster(Cluster):
                 self.down_until[w] = min(result.at, self.env.now)
         elif type(result) is Result:
             job = result.job
-            begin = self.jobs.pop(job)[1]
+            final = result.message is None or self._delivered(job)
+            result.final = final
+            begin = (self.jobs.pop(job) if final else self.jobs[job])[1]
             if job in self.abandoned:
-                if begin > self.abandoned.pop(job):
+                if begin > (self.abandoned.pop(job) if final else self.abandoned[job]):
                     return  # abandoned before it began: it never ran
+                message = result.message
                 result = Result(job, result.at, result.compute_start, result.compute_end, None, True)
+                result.message, result.final = message, final
         self.events.append(result)
+
+    def _delivered(self, job: Job) -> bool:
+        """Count one of a job's messages delivered; True for its last."""
+        left = self.remaining[job] - 1
+        if left:
+            self.remaining[job] = left
+            return False
+        del self.remaining[job]
+        return True
 
     def _reach_job_link(self, event: Due) -> None:
         """A message reaches its iteration's link, made when the first of them reaches it."""
@@ -273,6 +316,7 @@ class SimPyCluster(Cluster):
     def shutdown(self, interrupted: bool = False) -> None:
         """Stop every worker: no job, message or restart is pending any more, and the link processes end."""
         self.jobs.clear()
+        self.remaining.clear()
         self.abandoned.clear()
         self.events.clear()
         self.links.clear()
@@ -284,6 +328,13 @@ class SimPyCluster(Cluster):
         counts = {"jobs in flight": len(self.jobs), "events not taken": len(self.events)}
         counts["scheduled SimPy events"] = len(self.env._queue)
         return [f"{count} {what}" for what, count in counts.items() if count]
+
+
+def _part(job: Job, at: float, begin: float, ready: float, index: int) -> Result:
+    """The result carrying one message (index ``index`` of its worker's) of a job."""
+    result = Result(job, at, begin, ready)
+    result.message = index
+    return result
 
 
 class ResourceLinkCluster(SimPyCluster):

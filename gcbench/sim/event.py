@@ -11,11 +11,17 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
+
 from gcbench.cluster import Cluster
 from gcbench.coding import Scheme
 from gcbench.errors import GcbenchError
 from gcbench.master import AsynchronousMaster, Learner, SynchronousMaster, decoding_quality
+from gcbench.results.messages import sends_several
 from gcbench.results.recorder import RunRecorder
+from gcbench.results.rows import chunks
+from gcbench.results.sparse import SparseRecorder
+from gcbench.scenario.build import scheme_for
 from gcbench.scenario.checks import VECTORISED_CANNOT_TRAIN
 from gcbench.scenario.draw_rows import DrawnRows
 from gcbench.scenario.draws import RunDraws, draw_run
@@ -24,6 +30,7 @@ from gcbench.sim.cluster import SimPyCluster
 from gcbench.sim.heap import young_jobs_collected_young
 
 EngineName = Literal["event", "vectorised"]
+QUALITY_ELEMENTS = 1 << 20  # worker cells per call of decoding_quality (it reads their rows dense)
 
 
 def simulate_event(
@@ -33,11 +40,14 @@ def simulate_event(
     draws = draws_for(scenario, variant, scheme, seed)
     synchronous = variant.policy.synchronous
     cluster = cluster_class(scenario, scheme, draws, link_per_job=synchronous)
-    rec = RunRecorder(scenario.iterations, scenario.workers)
+    # an asynchronous update uses k results of n: its recorder keeps those cells only (memory follows results)
+    recorder = RunRecorder if synchronous else SparseRecorder
+    rec = recorder(scenario.iterations, scenario.workers)
     with young_jobs_collected_young():
         master_for(cluster, scenario, variant, scheme, draws, rec).run()
     cluster.shutdown()
-    decoding_quality(rec, scheme)
+    for first, end in chunks(rec.iterations, rec.n, QUALITY_ELEMENTS):  # (dense rows of a chunk at a time)
+        decoding_quality(rec, scheme, np.arange(first, end))
     return rec
 
 
@@ -70,12 +80,20 @@ def master_for(
 
 def engine_for(scenario: Scenario, variant: Variant) -> EngineName:
     """Which engine runs this variant: ``auto`` takes the vectorised fast path where it applies (never when the
-    scenario trains: only the event engine computes gradients)."""
+    scenario trains: only the event engine computes gradients; never for a scheme whose workers send several
+    messages: only the event engine sends each as it is ready)."""
     if scenario.engine == "event":
         return "event"
     if scenario.training.in_simulator:
         if scenario.engine == "vectorised":
             raise GcbenchError(f"{VECTORISED_CANNOT_TRAIN}.")
+        return "event"
+    if sends_several(scheme_for(scenario, variant)):
+        if scenario.engine == "vectorised":
+            raise GcbenchError(
+                f"engine: vectorised sends each worker's messages together, and variant '{variant.display_label()}'"
+                "'s workers send several messages each, one as each is ready; use engine: auto or event."
+            )
         return "event"
     if variant.policy.synchronous:
         return "vectorised"

@@ -32,6 +32,7 @@ import pandas as pd
 import pyarrow as pa
 
 from gcbench.results.arrow import arrow_table, value_types
+from gcbench.results.messages import sends_several
 from gcbench.results.rows import chunks, identity, worker_keys
 from gcbench.results.stream import ENCODED, ResultsWriter, part_writer
 from gcbench.results.summary import RunningSummary
@@ -56,6 +57,7 @@ class Tables:
     kinds: dict[str, pa.DataType]
     trained: bool
     with_workers: bool
+    with_messages: bool = False  # some variant's workers send several messages: the messages table too
 
 
 def write_task(
@@ -83,19 +85,18 @@ def write_task(
 
     engine = engine_for(scenario, variant)
     if engine == "vectorised":
-        # (without the table its rows are dropped as they come: the per-worker times never fill memory)
-        rec = simulate_synchronous(scenario, variant, scheme, task.seed, workers=emit if tables.with_workers else _drop)
+        # (without the table no per-worker time is computed at all)
+        with_workers = tables.with_workers
+        rec = simulate_synchronous(scenario, variant, scheme, task.seed, emit if with_workers else None, with_workers)
     else:
         rec = simulate_with(engine, scenario, variant, scheme, task.seed)
         for first, end in chunks(rec.iterations, rec.n, CHUNK_ELEMENTS) if tables.with_workers else ():
             emit(rec, first, end)
+        if tables.with_messages and rec.messages is not None:
+            writer.messages(arrow_table(rec.messages.columns(), repeated, tables.kinds))
     columns = rec.iteration_columns(tables.trained, stop_text=False)
     writer.iterations(arrow_table(columns, keys, tables.kinds, encoded=ENCODED))
     return keys, columns
-
-
-def _drop(rec, first: int, end: int) -> None:
-    """Workers rows nobody writes (``--no-workers-table``)."""
 
 
 def run_task(
@@ -114,7 +115,7 @@ def run_task(
 
 def run_part(point: SweepPoint, index: int, task: Task, tables: Tables, folder: Path) -> Path:
     """``write_task`` in another process, into a part of its own for the parent to append."""
-    write_all(point, index, task, tables, part_writer(folder, tables.with_workers))
+    write_all(point, index, task, tables, part_writer(folder, tables.with_workers, tables.with_messages))
     return folder
 
 
@@ -148,9 +149,13 @@ def stream_points(
         for seed in point.scenario.seeds
     ]
     trains = any(point.scenario.training.in_simulator for point in points)
-    tables = Tables(value_types(p.values for p in points), trains, with_workers)
+    several = with_workers and any(
+        sends_several(scheme_for(p.scenario, v)) for p in points for v in p.scenario.variants
+    )
+    tables = Tables(value_types(p.values for p in points), trains, with_workers, several)
     made = not out.exists()
-    writer, running = ResultsWriter(out, with_workers), RunningSummary(list(points[0].values))
+    writer = ResultsWriter(out, with_workers, with_messages=several)
+    running = RunningSummary(list(points[0].values))
     try:
         if on_ray:
             from gcbench.sim.ray_tasks import in_ray

@@ -24,16 +24,24 @@ CHUNK_ELEMENTS = 1 << 20  # worker rows per streamed chunk of the workers table 
 
 
 def simulate_synchronous(
-    scenario: Scenario, variant: Variant, scheme: Scheme, seed: int, workers: Emit | None = None
+    scenario: Scenario,
+    variant: Variant,
+    scheme: Scheme,
+    seed: int,
+    workers: Emit | None = None,
+    worker_times: bool = True,
 ) -> RunRecorder:
     """One (variant, seed); ``workers(rec, first, end)``, when given, takes the workers table's rows a chunk of
-    iterations at a time as they are final, and the recorder keeps per-worker times for one chunk only."""
+    iterations at a time as they are final, and the recorder keeps per-worker times for one chunk only.
+
+    ``worker_times`` false (no workers table is written): the per-worker times are not computed at all, and the
+    recorder's ``compute_start``, ``compute_end`` and ``arrival`` mean nothing (its other arrays are whole)."""
     draws = draw_run(scenario, scheme, seed)
     n = scenario.workers
     window = max(1, CHUNK_ELEMENTS // n, BLOCK_ELEMENTS // n) if workers is not None else None
-    rec = RunRecorder(scenario.iterations, n, window=window, emit=workers)
+    rec = RunRecorder(scenario.iterations, n, window=window if worker_times else 1, emit=workers)
     rec.straggling, rec.injected = _shared(draws.straggling, bool, rec), _shared(draws.injected, float, rec)
-    _Run(rec, draws, scenario, variant, scheme).simulate()
+    _Run(rec, draws, scenario, variant, scheme, worker_times).simulate()
     rec.flush()
     decoding_quality(rec, scheme)
     return rec
@@ -50,15 +58,17 @@ class _Run:
     """Stretches where every worker is up and stale work is abandoned run as one vectorised block;
     iterations with a crash, a worker down, or stale work being finished are stepped one by one."""
 
-    def __init__(self, rec: RunRecorder, draws: RunDraws, scenario: Scenario, variant: Variant, scheme: Scheme):
+    def __init__(self, rec: RunRecorder, draws: RunDraws, scenario: Scenario, variant: Variant, scheme: Scheme,
+                 worker_times: bool = True):  # fmt: skip
         self.rec, self.scenario, self.variant, self.scheme = rec, scenario, variant, scheme
-        self.busy, self.crash = draws.busy, draws.crash
+        self.busy, self.crash, self.worker_times = draws.busy, draws.crash, worker_times
+        self.crashes = scenario.failures.model != "none"  # (without a failure model, no row to look for crashes in)
         self.size = message_bytes(scenario, scheme)
         self.downtime = getattr(scenario.failures, "downtime", None)
 
     def simulate(self) -> None:
         iterations, n = self.busy.shape
-        crash_rows = np.flatnonzero(self.crash.any(axis=1))
+        crash_rows = np.flatnonzero(self.crash.any(axis=1)) if self.crashes else np.zeros(0, dtype=np.int64)
         always_step = self.scenario.stale_work == "finish"
         down_until, free_at = np.zeros(n), np.zeros(n)
         t, now = 0, 0.0
@@ -84,16 +94,18 @@ class _Run:
         rec.duration[a:b], rec.end[a:b] = stop, ends
         rec.start[a] = origin
         rec.start[a + 1 : b] = ends[:-1]
-        rec.reason[a:b] = np.concatenate([outcome.reason for outcome in outcomes])
+        for (first, end), outcome in zip(blocks, outcomes, strict=True):
+            rec.reason[first:end] = outcome.reason
         for first, end in blocks:
             arrivals = self._arrivals(first, end)  # (again: computed in the cache, cheaper than kept in memory)
-            start = rec.start[first:end, None]
-            compute_start, compute_end, arrival = rec.times(first, end)
-            # (out=: written straight into the tables, with no temporary to allocate and copy)
-            compute_start[:] = start
-            np.add(start, self.busy[first:end], out=compute_end)
-            np.add(start, arrivals, out=arrival)
             np.less_equal(arrivals, rec.duration[first:end, None], out=rec.used[first:end])
+            if self.worker_times:
+                start = rec.start[first:end, None]
+                compute_start, compute_end, arrival = rec.times(first, end)
+                # (out=: written straight into the tables, with no temporary to allocate and copy)
+                compute_start[:] = start
+                np.add(start, self.busy[first:end], out=compute_end)
+                np.add(start, arrivals, out=arrival)
             rec.rows_done(end)
         return float(ends[-1])
 
@@ -118,9 +130,10 @@ class _Run:
                 now, stop, first, begin, ready, arrivals, crashed, down_until, previous_down
             )
         rec.start[t], rec.end[t], rec.duration[t] = now, now + stop, stop
-        compute_start, compute_end, arrival = rec.times(t, t + 1)
-        compute_start[0], compute_end[0] = begin, ready
-        arrival[0] = now + arrivals
+        if self.worker_times:
+            compute_start, compute_end, arrival = rec.times(t, t + 1)
+            compute_start[0], compute_end[0] = begin, ready
+            arrival[0] = now + arrivals
         rec.used[t] = arrivals <= stop
         rec.failed[t] = crashed | (down_until > now)
         rec.reason[t] = outcome.reason[0]

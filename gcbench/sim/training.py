@@ -94,7 +94,8 @@ class TrainingCluster(SimPyCluster):
     def next_event(self, until: float):
         event = super().next_event(until)
         if type(event) is Result:
-            version, batch = self.work.pop(event.job, (None, None))
+            # (a job's earlier messages leave its work for the later ones)
+            version, batch = (self.work.pop if event.final else self.work.get)(event.job, (None, None))
             # a pipelined worker's late work still refreshes its cache
             usable = not self.synchronous or version == self.version or self.caches is not None
             if version is not None and usable and not event.abandoned:
@@ -110,8 +111,14 @@ class TrainingCluster(SimPyCluster):
         worker, gradients, losses = result.job.worker, {}, {}
         for j in self.scheme.partitions(worker):
             gradients[j], losses[j] = self._gradient(version, batch, j)
-        result.messages = [m.numpy() for m in self.scheme.encode(worker, gradients)]
-        result.losses = losses
+        messages = [m.numpy() for m in self.scheme.encode(worker, gradients)]
+        if result.message is None:
+            result.messages, result.losses = messages, losses
+            return
+        # one message of several: the losses of the partitions computed by the time it was sent
+        mid = self.scheme.messages(worker)[result.message]
+        done = self.scheme.partitions(worker)[: self.scheme.ready_after(mid)]
+        result.messages, result.losses = [messages[result.message]], {j: losses[j] for j in done}
 
     def _compute_pipelined(self, result: Result, version: int, batch: int) -> None:
         """The step's partition (every held one the cache lacks) on the job's weights, then encode from the cache."""

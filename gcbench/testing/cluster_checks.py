@@ -17,12 +17,14 @@ from typing import Any
 import numpy as np
 
 from gcbench.cluster import Cluster, Failure, Restart, Result, available_clusters, cluster_class
+from gcbench.coding import Scheme
 from gcbench.master import SynchronousMaster
 from gcbench.master.outcome import SimulationStuck
 from gcbench.results.recorder import RunRecorder
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.schema import Scenario
 from gcbench.testing.cluster_parameters import CLUSTER_TEST_PARAMETERS, parameters_for
+from gcbench.testing.multi_message import PerPartitionMessages
 
 WORKERS = 4
 LATENCY = 0.25  # in units: every result reaches the master this long after its compute ends
@@ -49,19 +51,21 @@ def conformance_scenario(unit: float, **fields: Any) -> Scenario:
     return Scenario.model_validate({**data, **fields})
 
 
-def build_cluster(name: str, **fields: Any) -> Cluster:
-    """The backend's workers for the conformance scenario, started (without data: no job trains)."""
+def build_cluster(name: str, scheme: Scheme | None = None, **fields: Any) -> Cluster:
+    """The backend's workers for the conformance scenario (``scheme``: instead of the scenario's), started
+    (without data: no job trains)."""
     scenario = conformance_scenario(parameters_for(name).unit, **fields)
-    cluster = cluster_class(name).from_scenario(scenario, scheme_for(scenario, scenario.variants[0]), seed=0)
+    scheme = scheme_for(scenario, scenario.variants[0]) if scheme is None else scheme
+    cluster = cluster_class(name).from_scenario(scenario, scheme, seed=0)
     cluster.start()
     return cluster
 
 
 @contextmanager
-def started(name: str, **fields: Any) -> Iterator[Cluster]:
+def started(name: str, scheme: Scheme | None = None, **fields: Any) -> Iterator[Cluster]:
     """A started cluster that is shut down however the check ends (a real backend's processes must not outlive
     a failed check)."""
-    cluster = build_cluster(name, **fields)
+    cluster = build_cluster(name, scheme=scheme, **fields)
     try:
         yield cluster
     finally:
@@ -100,6 +104,40 @@ def check_results_delivered_with_timings(name: str) -> None:
             assert not result.abandoned, f"a job nobody abandoned reported as abandoned: {result}"
         queued, first = by_job[WORKERS], by_job[0]
         assert close(queued.compute_start, first.compute_end, tol), f"queued job {queued} did not follow {first}"
+
+
+def check_each_message_sent_when_ready(name: str) -> None:
+    """A worker with several messages sends each once the partitions it uses are computed (its job's time split
+    evenly among its partitions), each its own result with its own latency; the last one ends the job."""
+    unit, tol = parameters_for(name).unit, parameters_for(name).tolerance
+    scheme = PerPartitionMessages(n=WORKERS, s=2)  # three partitions a worker, a message after each
+    with started(name, scheme) as cluster:
+        start = cluster.now
+        job = cluster.submit(1, 0, 0, False)
+        results = results_until(cluster, start + HORIZON * unit)
+        assert [r.message for r in results] == [0, 1, 2], f"one result per message, in order: {results}"
+        assert [r.final for r in results] == [False, False, True], f"only the last message ends the job: {results}"
+        for i, result in enumerate(results):
+            assert result.job is job and not result.abandoned, f"message {i}: {result}"
+            assert close(result.compute_end - result.compute_start, (i + 1) * unit, tol), f"ready at: {result}"
+            assert close(result.at - result.compute_end, LATENCY * unit, tol), f"latency: {result}"
+        assert not cluster.in_flight((0,)), "the job is still in flight after its last message"
+
+
+def check_master_decodes_from_first_messages(name: str) -> None:
+    """The master on this cluster uses messages as they arrive: each worker's first message carries a partition
+    no other first message does, so every iteration decodes after one unit, half way through every job."""
+    unit, tol = parameters_for(name).unit, parameters_for(name).tolerance
+    scheme = PerPartitionMessages(n=WORKERS, s=1)
+    with started(name, scheme) as cluster:
+        scenario = conformance_scenario(unit, variants=[{"scheme": "uncoded", "policy": "decodable"}])
+        rec = RunRecorder(scenario.iterations, WORKERS)
+        crash = np.zeros((scenario.iterations, WORKERS), dtype=bool)
+        SynchronousMaster(cluster, scheme, scenario.variants[0], crash, "abandon", rec).run()
+        # (a wall clock on a loaded machine runs late, never early: between the first messages and whole jobs)
+        first, whole = (1 + LATENCY) * unit, (2 + LATENCY) * unit
+        assert all(first - tol <= d < whole - tol for d in rec.duration), f"durations {rec.duration}, not {first}"
+        assert rec.iteration_columns()["messages_used"].tolist() == [WORKERS] * scenario.iterations
 
 
 def check_abandon_honoured(name: str) -> None:
@@ -222,6 +260,8 @@ def _check_master_refuses_a_run_that_can_never_finish(name: str) -> None:
 
 CHECKS: tuple[Callable[[str], None], ...] = (
     check_results_delivered_with_timings,
+    check_each_message_sent_when_ready,
+    check_master_decodes_from_first_messages,
     check_abandon_honoured,
     check_crash_fails_then_restarts_after_downtime,
     check_dead_worker_stays_dead,

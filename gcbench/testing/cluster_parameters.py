@@ -41,14 +41,22 @@ CLUSTER_TEST_PARAMETERS: dict[str, ClusterTestParameters] = {
     # job); a tolerance of 50 ms, a fifth of the unit. Ray restarts an actor in 0.6 to 1.0 s (a new
     # process; 2 s seen under heavy load), so its crash checks use a downtime of 4 s. It passes every check.
     "ray": ClusterTestParameters(
-        module="gcbench.real.cluster", unit=0.25, tolerance=0.05, fixture="local_ray", downtime=16.0
+        module="gcbench.real.cluster",
+        unit=0.25,
+        tolerance=0.05,
+        fixture="local_ray",
+        downtime=16.0,
     ),
     # wall time, worker processes on torch.distributed (gloo on loopback) that the cluster spawns itself
     # (tests/test_cluster_conformance.py's worker_processes fixture checks none outlives a check). A
     # replacement process starts in about 2.5 s on the shared dev machine (it imports torch), so its crash
     # checks use a downtime of 4 s, as Ray's do.
     "torch": ClusterTestParameters(
-        module="gcbench.real.torch_cluster", unit=0.25, tolerance=0.05, fixture="worker_processes", downtime=16.0
+        module="gcbench.real.torch_cluster",
+        unit=0.25,
+        tolerance=0.05,
+        fixture="worker_processes",
+        downtime=16.0,
     ),
 }
 

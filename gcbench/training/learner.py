@@ -40,13 +40,21 @@ class Learner:
         for result in results:
             by_worker.setdefault(result.job.worker, []).append(result.messages)
         received = {w: _average(messages) for w, messages in by_worker.items()}
-        order = [i for w in received for i in self.scheme.messages(w)]
+        order = received_ids(self.scheme, received)
         exact, _ = self.scheme.decode_quality(order)
         gradient = torch.from_numpy(self.scheme.decode(received, d=self.d, approximate=not exact))
         if rescale and not exact:
             gradient = gradient / max(coverage(self.scheme, order), 1e-12)
         self.flat.step(gradient)
         return batch_loss([result.losses for result in results], self.scheme.k)
+
+
+def received_ids(scheme: Scheme, received: dict[int, list]) -> list[int]:
+    """The ids of the messages received: each worker's, but for those missing (None: a worker whose later
+    messages had not arrived when the master stopped)."""
+    # (strict=False: a list may end before the worker's last messages, those not received)
+    pairs = (zip(scheme.messages(w), vectors, strict=False) for w, vectors in received.items())
+    return [mid for pair in pairs for mid, vector in pair if vector is not None]
 
 
 def batch_loss(losses: list[dict[int, float] | None], partitions: int) -> float:

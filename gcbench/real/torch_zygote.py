@@ -1,0 +1,251 @@
+"""A zygote: one process that imports torch once and forks the torch cluster's worker sessions on request.
+
+A worker process spends most of its start importing torch (about 1.4 s of CPU, several seconds on a loaded
+machine); a fork of a process that has imported it starts in milliseconds. The zygote imports torch and the
+worker's modules, runs no torch work (a fork of a process whose torch ran multi-threaded work can hang in
+its own first one) and starts no thread, then forks one child per request. Each child is a worker session
+exactly as a fresh interpreter would be (gcbench/real/torch_worker.py's ``serve``), in a process group of
+its own; its parent is the zygote, whose exit it notices as it would the master's.
+
+The protocol is lines of text: the driver writes ``spawn TICKET ARGUMENTS...`` to the zygote's stdin; the
+zygote answers on a pipe of its own with ``ready`` once, ``started TICKET PID`` and ``exited PID CODE`` (the
+code as ``subprocess.Popen.returncode`` has it: negative for a signal). When its stdin closes, or the driver
+is gone, the zygote ends its children and exits.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+POLL = 0.02  # seconds between the zygote's looks at its requests and its children's exits
+END_WAIT = 2.0  # seconds the children get to exit after SIGTERM, when the zygote ends
+
+START_WAIT = 300.0  # seconds the first spawn may wait for the zygote's torch import (a loaded machine)
+
+
+def usable() -> bool:
+    """Whether worker sessions start as forks of a zygote here: on Linux, unless ``GCBENCH_TORCH_ZYGOTE=0``
+    asks for a fresh interpreter each (macOS forbids many libraries in a forked child; there they always do)."""
+    return sys.platform.startswith("linux") and os.environ.get("GCBENCH_TORCH_ZYGOTE", "1") != "0"
+
+
+# -- the driver's side --------------------------------------------------------------------------------------
+class Zygote:
+    """The driver's handle on one zygote process: ``spawn`` forks a worker session there and returns its
+    ``ForkedProcess``; a reader thread takes the zygote's replies."""
+
+    def __init__(self, environment: dict[str, str]) -> None:
+        read, write = os.pipe()
+        command = [sys.executable, "-m", "gcbench.real.torch_zygote", str(write)]
+        own_group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, pass_fds=(write,), env=environment,
+                                        **own_group)  # fmt: skip
+        os.close(write)
+        self.tickets, self.lock = itertools.count(), threading.Lock()
+        self.unstarted: dict[int, ForkedProcess] = {}
+        self.children: dict[int, ForkedProcess] = {}
+        self.gone = threading.Event()  # the zygote's replies have ended
+        threading.Thread(target=self._read, args=(os.fdopen(read),), daemon=True).start()
+
+    def spawn(self, arguments: list[str]) -> ForkedProcess:
+        """Fork a worker session with these arguments (torch_worker's command line); wait for its pid."""
+        ticket, process = next(self.tickets), ForkedProcess()
+        with self.lock:
+            if self.gone.is_set():
+                raise RuntimeError("the torch zygote process has exited, so no worker can start")
+            self.unstarted[ticket] = process
+        self.process.stdin.write(f"spawn {ticket} {' '.join(arguments)}\n".encode())
+        self.process.stdin.flush()
+        if not process.started.wait(START_WAIT) or process.pid is None:
+            raise RuntimeError("the torch zygote process did not start a worker")
+        return process
+
+    def _read(self, replies) -> None:
+        for line in replies:
+            kind, *fields = line.split()
+            with self.lock:
+                if kind == "started":
+                    process = self.unstarted.pop(int(fields[0]))
+                    process.pid = int(fields[1])
+                    self.children[process.pid] = process
+                    process.started.set()
+                elif kind == "exited":
+                    self.children.pop(int(fields[0])).exited_with(int(fields[1]))
+        self._lost()
+
+    def _lost(self) -> None:
+        """The zygote has exited: its children exit too (each watches its parent); report each once gone."""
+        from gcbench.real.processes import alive
+
+        with self.lock:
+            self.gone.set()
+            for process in self.unstarted.values():
+                process.started.set()  # (with no pid: spawn says the zygote is gone)
+            left, self.children = list(self.children.values()), {}
+        while left:
+            for process in [p for p in left if not alive(p.pid)]:
+                process.exited_with(-signal.SIGKILL)  # (its status went with the zygote)
+                left.remove(process)
+            time.sleep(POLL)
+
+    def close(self) -> None:
+        """The zygote ends its children and exits (killed if it has not in time)."""
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(END_WAIT + 2.0)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
+class ForkedProcess:
+    """A worker session forked by the zygote, with the ``subprocess.Popen`` methods the cluster uses."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.returncode: int | None = None
+        self.started, self.exited = threading.Event(), threading.Event()
+
+    def exited_with(self, code: int) -> None:
+        self.returncode = code
+        self.exited.set()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self.exited.wait(timeout):
+            raise subprocess.TimeoutExpired(f"worker process {self.pid}", timeout)
+        return self.returncode
+
+    def terminate(self) -> None:
+        self._signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, number: int) -> None:
+        if self.returncode is None:
+            _signal(self.pid, number)
+
+
+# -- the zygote's side --------------------------------------------------------------------------------------
+def main(reply_fd: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # (in a process group of its own anyway: the driver ends it)
+    driver = os.getppid()
+    import torch  # noqa: F401  (the point of the zygote: imported once, before any fork)
+    import torch.distributed  # noqa: F401
+
+    import gcbench.real.sleeper  # noqa: F401
+    import gcbench.real.torch_channel  # noqa: F401
+    import gcbench.real.worker  # noqa: F401
+
+    replies = os.fdopen(reply_fd, "w", buffering=1)
+    _say(replies, "ready")
+    children: set[int] = set()
+    pending = b""
+    try:
+        while os.getppid() == driver:
+            readable, _, _ = select.select([0], [], [], POLL)
+            if readable:
+                chunk = os.read(0, 65536)
+                if not chunk:
+                    break  # the driver closed our stdin: the cluster is shutting down
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    _spawn(line.decode().split(), replies, children)
+            _reap(replies, children)
+    finally:
+        _end(children, replies)
+    os._exit(0)
+
+
+def _spawn(request: list[str], replies, children: set[int]) -> None:
+    _, ticket, *arguments = request
+    pid = os.fork()
+    if pid == 0:
+        _child(arguments, replies.fileno())
+    children.add(pid)
+    _say(replies, f"started {ticket} {pid}")
+
+
+def _child(arguments: list[str], reply_fd: int) -> None:
+    """In the fork: a worker session, as ``python -m gcbench.real.torch_worker ARGUMENTS`` would run it."""
+    code = 1
+    try:
+        os.setpgid(0, 0)
+        os.close(reply_fd)  # (the driver must see the zygote's replies end when the zygote does)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)  # (the zygote's requests are not the worker's)
+        os.close(devnull)
+        from gcbench.real import torch_worker
+
+        worker, session, port = (int(argument) for argument in arguments[:3])
+        torch_worker.serve(worker, session, port, float(arguments[3]), *arguments[4:6])
+        code = 0
+    except BaseException:  # noqa: BLE001  (a fork must never return into the zygote's loop)
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def _reap(replies, children: set[int]) -> None:
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        children.discard(pid)
+        _say(replies, f"exited {pid} {os.waitstatus_to_exitcode(status)}")
+
+
+def _say(replies, line: str) -> None:
+    try:
+        replies.write(f"{line}\n")
+    except OSError:
+        pass  # the driver is gone: nobody reads the replies, and the zygote is ending
+
+
+def _end(children: set[int], replies) -> None:
+    """Every child gets SIGTERM, then SIGKILL if it has not exited in time; each exit is reported."""
+    for pid in children:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + END_WAIT
+    while children and time.monotonic() < deadline:
+        _reap(replies, children)
+        time.sleep(POLL)
+    for pid in children:
+        _signal(pid, signal.SIGKILL)
+    while children:
+        _reap(replies, children)
+        time.sleep(POLL)
+
+
+def _signal(pid: int, number: int) -> None:
+    try:
+        os.kill(pid, number)
+    except ProcessLookupError:
+        pass
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
