@@ -8,7 +8,8 @@ from gcbench.results.sparse import SparseCells
 from gcbench.scenario.build import scheme_for
 from gcbench.sim.asynchronous import simulate_asynchronous
 from gcbench.sim.synchronous import simulate_synchronous
-from tests.simhelpers import scenario
+
+from simhelpers import scenario
 
 
 def test_sparse_cells_read_back_what_a_dense_array_holds_after_the_same_writes():
