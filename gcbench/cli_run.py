@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from gcbench.cli_resume import read_run_json, resumed_scenario
-from gcbench.cli_run_options import check_real, real_scenario
+from gcbench.cli_run_options import check_real, real_scenario, refuse_pipelined_off_ray
 from gcbench.cli_simulate import check_out
 from gcbench.errors import GcbenchError
 from gcbench.results import summarize
@@ -48,6 +48,7 @@ def run_real(
         meta = run_metadata("real", path, [SweepPoint({}, scenario)], {"backend": backend})
     from gcbench.real import torchrun
 
+    refuse_pipelined_off_ray(scenario, backend)
     check_device(scenario.training.device)  # before the data is read and Ray starts
     if backend != "torch" or not torchrun.launched():
         return _train(scenario, path, backend, out, address, meta, console, resumed=resume is not None)

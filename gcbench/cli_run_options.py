@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gcbench.coding import scheme_class
 from gcbench.errors import GcbenchError
 from gcbench.scenario import load_scenario
 from gcbench.scenario.build import scheme_for
@@ -74,6 +75,16 @@ def check_real(scenario: Scenario, path: Path) -> None:
                 f"{path}: training.batch_size ({training.batch_size}) must be a multiple of the {partitions} data "
                 f"partitions of {label}, so each partition gets as many samples; use {fit}, for example."
             )
+
+
+def refuse_pipelined_off_ray(scenario: Scenario, backend: str) -> None:
+    """Only the Ray workers keep a pipelined scheme's cached partition gradients (gcbench/real/worker.py)."""
+    pipelined = [v for v in scenario.variants if scheme_class(v.scheme).pipelined]
+    if pipelined and backend != "ray":
+        raise GcbenchError(
+            f"variant '{pipelined[0].display_label()}' ({pipelined[0].scheme}) needs workers that keep their cached "
+            f"partition gradients between iterations, which only --backend ray has; --backend {backend} cannot run it."
+        )
 
 
 def refuse_allreduce_failures(scenario: Scenario, path: Path) -> None:

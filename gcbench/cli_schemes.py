@@ -33,7 +33,7 @@ def print_scheme_table(console: Console | None = None) -> None:
         row = (name, cls.reference, facts["load"], facts["upload"], facts["tolerates"], exact)
         table.add_row(*row)
     console.print(table)
-    console.print("Load: partitions per worker. Upload: fraction of a gradient per message.")
+    console.print("Load: partitions per worker per step. Upload: fraction of a gradient per message.")
     console.print("Show one instance: gcbench schemes cr --n 12 --s 3")
 
 
@@ -79,9 +79,10 @@ def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Con
     scope = "every" if report.exhaustive else f"{report.sets_checked} sampled"
     console.print(f"[bold]{scheme!r}[/bold]  {'exact' if scheme.exact else 'approximate'}")
     console.print(f"construction: {scheme.construction}")
+    pipelined = f" per step, holding {scheme.held} (round robin, the rest cached)" if scheme.pipelined else ""
     console.print(
         f"n={scheme.n} workers, k={scheme.k} partitions, s={scheme.s}, m={scheme.m}; "
-        f"load {scheme.load} partitions/worker, upload {scheme.upload:g} gradient/message, "
+        f"load {scheme.load} partitions/worker{pipelined}, upload {scheme.upload:g} gradient/message, "
         f"tolerates {scheme.tolerance} straggler(s)"
     )
     console.print(

@@ -54,7 +54,7 @@ def test_unknown_scheme_exits_2_from_the_installed_command():
     assert done.returncode == 2
     assert done.stderr.strip() == (
         "error: Unknown scheme 'nope'; available: uncoded, ignore_stragglers, fr, cr, cyclic_mds, cce_cr, cce_fr, "
-        "is_gc, frc, bgc, expander, sgc, bcc, heterogeneous."
+        "is_gc, frc, bgc, expander, sgc, bcc, heterogeneous, pipelined_cr, pipelined_fr."
     )
 
 

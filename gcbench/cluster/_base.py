@@ -37,7 +37,8 @@ class Result:
 
     Where the cluster trains, ``messages`` hold the encoded vectors (a list of numpy arrays) and ``losses``
     each computed partition's loss; ``injected`` is the delay a real worker actually slept (NaN: the
-    modelled draw, which the master records itself).
+    modelled draw, which the master records itself); ``versions``, for a pipelined scheme, the step whose
+    weights computed each cached partition gradient the messages encode.
 
     ``message``: None when the result carries every message of the job (they arrive together); else the
     index, in the worker's message order (``Scheme.messages``), of the one message it carries, sent as soon
@@ -52,6 +53,7 @@ class Result:
     abandoned: bool = False
     losses: dict[int, float] | None = None
     injected: float = float("nan")
+    versions: dict[int, int] | None = None
     message: int | None = None
     final: bool = True
 

@@ -59,6 +59,8 @@ class Scheme(abc.ABC):
     hypothesis_max_n: ClassVar[int] = 16
     # integer parameters Hypothesis draws freely, as (low, high), beside valid_parameter_sets
     hypothesis_ranges: ClassVar[dict[str, tuple[int, int]]] = {}
+    # True when a worker computes one held partition per step and encodes from its cache (coding/pipelined.py)
+    pipelined: ClassVar[bool] = False
 
     def __init__(self, n: int, s: int, **params: Any) -> None:
         unknown = sorted(set(params) - set(self.defaults))
@@ -131,6 +133,14 @@ class Scheme(abc.ABC):
     def load(self) -> int:
         """Partitions computed by the busiest worker."""
         return max(len(p) for p in self._partitions)
+
+    def step_load(self, worker: int) -> int:
+        """Partitions a worker computes in one step's job (what the timing models scale by)."""
+        return len(self.partitions(worker))
+
+    def computes(self, worker: int, step: int) -> tuple[int, ...]:
+        """The partitions a worker computes in its job of iteration ``step``: all it holds, unless pipelined."""
+        return self.partitions(worker)
 
     @property
     def upload(self) -> float:

@@ -12,6 +12,7 @@ from gcbench.coding.frc import ApproximateFractionalRepetition
 from gcbench.coding.heterogeneous import HeterogeneousRepetition
 from gcbench.coding.ignore_stragglers import IgnoreStragglers
 from gcbench.coding.is_gc import IgnoreStragglerGC
+from gcbench.coding.pipelined import PipelinedCyclicRepetition, PipelinedFractionalRepetition
 from gcbench.coding.sgc import StochasticGradientCoding
 from gcbench.coding.uncoded import Uncoded
 
@@ -30,6 +31,8 @@ BUILTIN_SCHEMES = (
     StochasticGradientCoding,
     BatchedCouponCollector,
     HeterogeneousRepetition,
+    PipelinedCyclicRepetition,
+    PipelinedFractionalRepetition,
 )
 
 for _cls in BUILTIN_SCHEMES:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from gcbench.cluster import Cluster, Failure, Result
+from gcbench.coding.pipelined import used_staleness
 from gcbench.master.learner import Learner
 from gcbench.master.messages import message_ids, whole_jobs
 from gcbench.master.outcome import stuck_iteration, timed_out_iteration
@@ -208,6 +209,8 @@ class SynchronousMaster:
                     self.held.discard(w)
         if self.learner is not None:
             rec.loss[t] = self.learner.update(whole_jobs(self.received), rescale=False)
+            if self.scheme.pipelined:  # the oldest cached partition gradient the decode used
+                rec.staleness[t] = used_staleness(self.scheme, self.received, t)
         unanswered = np.flatnonzero(~(rec.used[t] | rec.failed[t]))
         for w in cluster.restarting(unanswered.tolist()) if unanswered.size else ():
             rec.failed[t, w] = True  # killed while idle: a real cluster is restarting it

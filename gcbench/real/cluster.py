@@ -80,7 +80,7 @@ class RayCluster(StreamedJobs, Cluster):
         self.straggling, self.overhead = draws.straggling.tolist(), draws.overhead.tolist()
         self.busy = draws.busy.tolist()
         self.downtime = getattr(scenario.failures, "downtime", None)
-        self.trains, self.weights = False, None
+        self.trains, self.weights, self.version = False, None, -1
         self.actors: list = []
         self.data: list[dict] = [{} for _ in range(self.n)]  # per worker: partition -> [shard ref], for restarts
         self.jobs: dict[Any, Job] = {}  # compute refs (streams for several messages) in flight, in submission order
@@ -167,6 +167,7 @@ class RayCluster(StreamedJobs, Cluster):
     def publish(self, weights) -> None:
         """One copy in the object store, read by every job submitted after it."""
         self.weights = self.ray.put(weights)
+        self.version += 1  # the step these weights are (a pipelined worker records it per partition)
 
     # -- jobs -------------------------------------------------------------------------------------
     def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
@@ -201,7 +202,8 @@ class RayCluster(StreamedJobs, Cluster):
             return
         if self.trains:
             straggling, overhead = self.straggling[row][w], self.overhead[row][w]
-            call = actor.compute.remote(job.job, self.weights, straggling, job.crash, self.batches[job], overhead)
+            batch, version = self.batches[job], self.version
+            call = actor.compute.remote(job.job, self.weights, straggling, job.crash, batch, overhead, version)
         else:
             call = actor.compute.remote(job.job, self.busy[row][w], job.crash)
         self.jobs[call] = job
@@ -321,8 +323,12 @@ class RayCluster(StreamedJobs, Cluster):
         start, end = self.clock.at(reply["compute_start"]), self.clock.at(reply["compute_end"])
         at = max(self.now, end + self.delay)  # the modelled network holds a timing-only result back
         injected = reply.get("injected", float("nan"))
-        result = Result(job, at, start, end, reply.get("messages"), reply["abandoned"], reply.get("losses"), injected)
+        messages, losses = reply.get("messages"), reply.get("losses")
+        result = Result(job, at, start, end, messages, reply["abandoned"], losses, injected, reply.get("versions"))
         result.message, result.final = reply.get("message"), reply.get("final", True)
+        if reply.get("refilled"):  # a pipelined worker's cache died with its process
+            log.warning(f"gcbench: worker {job.worker} lost its cached partition gradients with its process; "
+                        f"from step {job.row} it computes partitions {reply['refilled']} again")  # fmt: skip
         return at, result
 
     def _exited(self, job: Job) -> None:

@@ -68,7 +68,7 @@ class VariantRun:
         self.scenario, self.index, self.seed, self.data, self.backend = scenario, index, seed, data, backend
         self.variant = scenario.variants[index]
         self.scheme = scheme_for(scenario, self.variant)
-        self.loads = np.array([len(self.scheme.partitions(w)) for w in range(self.scheme.n)])
+        self.loads = np.array([self.scheme.step_load(w) for w in range(self.scheme.n)])
         self.checkpoint = checkpoint
         self.state = load_checkpoint(checkpoint, scenario, self.variant, data) if checkpoint else None
         self.rec = RunRecorder(scenario.iterations, self.scheme.n)
@@ -124,6 +124,8 @@ class VariantRun:
         self.rng = torch.get_rng_state()
         self.cluster = cluster_for(scenario, self.variant, self.scheme, self.seed, self.draws, self.clock, self.backend)
         self.cluster.start(self.data)
+        if self.scheme.pipelined:  # its weights' steps count on from where a resumed run continues
+            self.cluster.version = self.next_iteration - 1
         self.clock.continue_from(0.0)  # the clock starts once the workers are ready
         if self.state is not None:
             self.learner.model.load_state_dict(self.state["model"])

@@ -4,7 +4,10 @@ injected delay.
 Abandonment, the drawn crash and the restart check are every worker's (gcbench/real/sleeper.py): the
 process exits (``os._exit``) as a crashed job starts, and Ray restarts the actor. The cluster then
 calls ``load`` again, which fetches the partitions' data from the object store (the cluster holds those
-references for the whole run), and the next job brings the current weights. The data is not a
+references for the whole run), and the next job brings the current weights. Under a pipelined scheme the
+worker keeps its latest gradient of each partition it holds (gcbench/training/cache.py) across jobs and
+computes one partition a step; a restarted worker has lost that cache and says so (``refilled`` in its
+reply, which the cluster logs as a warning), and its next job computes every held partition again. The data is not a
 constructor argument: Ray cannot always restore large constructor arguments on restart
 (ray-project/ray#53727).
 """
@@ -20,6 +23,7 @@ import torch
 from gcbench.coding import make_scheme
 from gcbench.real.sleeper import RayWorker
 from gcbench.training.batches import PartitionSampler
+from gcbench.training.cache import PartitionCache
 from gcbench.training.gradients import shard_gradient, share_flat_storage
 from gcbench.training.models import build_model
 
@@ -37,6 +41,9 @@ class GradientWorker(RayWorker):
         self.flat = share_flat_storage(self.model)  # loading weights is one copy
         self.sampler = PartitionSampler(setup["samples"], self.scheme.k, setup["batch_size"], setup["seed"])
         self.straggling = setup["straggling"]
+        # a fresh process (the first, or one Ray restarted) starts with an empty cache
+        self.cache = PartitionCache(self.scheme, worker) if self.scheme.pipelined else None
+        self.said_lost = False
 
     def receive(self, shards: dict[int, list]) -> None:
         import ray
@@ -54,35 +61,51 @@ class GradientWorker(RayWorker):
         crash: bool = False,
         batch: int = 0,
         overhead: float = 0.0,
+        version: int = 0,
     ) -> dict[str, Any]:
         """Gradients of this worker's partitions of mini-batch ``batch``, encoded.
 
         ``job`` is what ``abandon`` refers to; ``crash`` makes the process exit at once, as the failure
         model drew it; ``overhead`` is the run's compute.overhead draw for this job, slept with the
-        straggling penalty.
+        straggling penalty; ``version``: the master's step whose weights these are (a pipelined worker's cache
+        records it per partition).
         """
         if (reply := self.begin(job, crash)) is not None:
             return reply
         with self.lock:
-            return self._compute(job, weights, straggling, batch, overhead)
+            return self._compute(job, weights, straggling, batch, overhead, version)
 
-    def _compute(self, job: int, weights: np.ndarray, straggling: bool, batch: int, overhead: float) -> dict[str, Any]:
+    def _compute(self, job: int, weights: np.ndarray, straggling: bool, batch: int, overhead: float,
+                 version: int) -> dict[str, Any]:  # fmt: skip
         # weights and messages travel as numpy arrays: Ray shares them without pickling
         start = time.time()
         self._load_weights(weights)
-        grads, losses = {}, {}
-        for j in self.scheme.partitions(self.worker):
-            if job in self.abandoned:
-                return self.reply(start, time.time(), True, injected=0.0)
+        grads, losses, extra = {}, {}, {}
+        due = self.scheme.partitions(self.worker) if self.cache is None else self._due(batch, extra)
+        for j in due:
+            if job in self.abandoned:  # (a refill it began still says the cache was lost)
+                return self.reply(start, time.time(), True, injected=0.0, **extra)
             grads[j], losses[j] = shard_gradient(self.model, self.shards[j], self.sampler, batch, j, self.device)
+            if self.cache is not None:
+                self.cache.store(j, grads[j], losses[j], version)
         computed = time.time()
-        messages = [m.cpu().numpy() for m in self.scheme.encode(self.worker, grads)]
+        if self.cache is not None:
+            extra["versions"] = self.cache.versions()
+        encoded = grads if self.cache is None else self.cache.gradients()
+        messages = [m.cpu().numpy() for m in self.scheme.encode(self.worker, encoded)]
         load = np.array([len(grads)], dtype=float)
         penalty = self.straggling.penalty(np.array([computed - start]), load, np.array([straggling]))
         delay = float(penalty[0]) + overhead  # modelled time on top of the measured compute, as in the simulator
         if self.sleep(job, computed + delay):
-            return self.reply(start, time.time(), True, injected=time.time() - computed)
-        return self.reply(start, time.time(), False, messages=messages, losses=losses, injected=delay)
+            return self.reply(start, time.time(), True, injected=time.time() - computed, **extra)
+        return self.reply(start, time.time(), False, messages=messages, losses=losses, injected=delay, **extra)
+
+    def _due(self, step: int, extra: dict[str, Any]) -> list[int]:
+        """A pipelined step's partitions; a cache lost with a restarted process is refilled, and said so."""
+        missing = self.cache.missing()
+        if missing and step > 0 and not self.said_lost:
+            extra["refilled"], self.said_lost = missing, True  # once per process; the cluster logs it
+        return self.cache.due(step)
 
     def compute_messages(
         self, job: int, weights: np.ndarray, straggling: bool, crash: bool, batch: int, overhead: float

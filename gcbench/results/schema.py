@@ -25,7 +25,10 @@ ITERATION_COLUMNS = {
     "(synchronous policies) or k_results (asynchronous ones)",
     "exact": "True when the decode was exact",
     "residual": "Frobenius norm of W R - T for approximate decodes (0 when exact)",
-    "staleness": "mean model versions by which the used results were stale (0 for synchronous policies)",
+    "staleness": (
+        "mean model versions by which the used results were stale (0 for synchronous policies); for a pipelined "
+        "scheme that trains, the age in steps of the oldest cached partition gradient the decode used"
+    ),
 }
 
 WORKER_COLUMNS = {

@@ -96,6 +96,12 @@ def variant_problems(n: int, variants: list[tuple[int, Variant]]) -> list[str]:
                 f"{where}.policy: allreduce (DistributedDataParallel) all-reduces every worker's whole gradient, "
                 f"so it takes scheme: uncoded only, not {variant.scheme}"
             )
+        pipelined = problem is None and not unknown and scheme_class(variant.scheme).pipelined
+        if pipelined and not variant.policy.synchronous:
+            problems.append(
+                f"{where}.policy: {variant.scheme} refreshes each worker's cached partition gradients once per "
+                f"synchronous step, so it takes a synchronous policy, not {variant.policy.name}"
+            )
         k = getattr(variant.policy, "k", None)
         if k is not None and k > n and getattr(variant.policy, "distinct", True):
             problems.append(f"{where}.policy.k: must be <= workers ({n})")

@@ -35,16 +35,21 @@ class DrawBlocks:
 
     def __init__(self, scenario: Scenario, scheme: Scheme, seed: int) -> None:
         self.scenario, self.drawn = scenario, 0  # rows drawn so far
-        # spawned children depend only on their index, so a fourth stream leaves the first three as they were
-        streams = map(np.random.default_rng, np.random.SeedSequence(seed).spawn(4))
-        self.compute, self.straggling, self.failures, self.overhead = streams
-        self.loads = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)], dtype=float)
+        # spawned children depend only on their index, so a fourth (fifth) stream leaves the others as they were
+        streams = map(np.random.default_rng, np.random.SeedSequence(seed).spawn(5))
+        self.compute, self.straggling, self.failures, self.overhead, self.warmup = streams
+        self.loads = np.array([scheme.step_load(w) for w in range(scenario.workers)], dtype=float)
+        held = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)], dtype=float)
+        self.warmup_loads = held - self.loads if scheme.pipelined else None  # what step 0 computes besides
         self.mask: np.ndarray | None = None  # the last row drawn: where a Markov chain carries on from
         self.whole: tuple[np.ndarray, np.ndarray] | None = None  # (work, overhead) of every row, not blockwise
 
     def next(self, rows: int) -> RunDraws:
         scenario, first = self.scenario, self.drawn
         work, overhead = self._times(first, rows)
+        if first == 0 and rows and self.warmup_loads is not None:
+            work = work.copy()
+            work[0] += self._warmup_times()
         mask = scenario.straggling.draw(self.straggling, rows, scenario.workers, self.mask)
         injected = scenario.straggling.penalty(work, self.loads, mask)
         if scenario.compute.overhead is not None:  # without one, no second (rows, n) array
@@ -53,6 +58,14 @@ class DrawBlocks:
         crash = scenario.failures.crashes(self.failures, busy)
         self.drawn, self.mask = first + rows, mask[-1] if rows else self.mask
         return RunDraws(self.loads, mask, injected, busy, crash, overhead)
+
+    def _warmup_times(self) -> np.ndarray:
+        """A pipelined scheme's step 0 fills each worker's cache: the other held partitions' compute times, from
+        a stream of their own (none for a trace whose times do not scale with the load)."""
+        compute = self.scenario.compute
+        if compute.trace is not None and compute.trace.load_scaling != "proportional":
+            return np.zeros(self.scenario.workers)
+        return compute_times(compute, self.warmup, 1, self.warmup_loads)[0]
 
     def _times(self, first: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
         """Compute times and overhead of rows first..first+rows-1; a mixture's are drawn for every row at once

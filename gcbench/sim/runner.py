@@ -77,7 +77,7 @@ def write_task(
     scheme = scheme_for(scenario, variant)
     keys = identity(variant.display_label(), variant.scheme, variant.s, scheme.m, variant.policy.name, task.seed,
                     point=index, values=point.values)  # fmt: skip
-    loads = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)])
+    loads = np.array([scheme.step_load(w) for w in range(scenario.workers)])
     repeated = worker_keys(keys)
 
     def emit(rec, first: int, end: int) -> None:

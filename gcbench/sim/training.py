@@ -10,7 +10,11 @@ weights published before the job was submitted, then ``scheme.encode``.
 A job computes only when its result is delivered, so an abandoned job costs
 nothing; partition gradients are cached per (weights version, mini-batch,
 partition), so a partition that several workers hold is computed once per
-version. torch is imported by gcbench.training, which only this module (and
+version. Under a pipelined scheme each worker also keeps its own cache of its
+latest gradient per held partition (gcbench/training/cache.py): a job computes
+the step's scheduled partition (all of them when the cache is empty: the first
+job, or the first after a crash, which loses it), late work included, and
+encodes from the cache. torch is imported by gcbench.training, which only this module (and
 only a run that trains) imports.
 """
 
@@ -22,13 +26,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gcbench.cluster import Job, Result
+from gcbench.cluster import Failure, Job, Result
 from gcbench.master import decoding_quality
 from gcbench.results.recorder import RunRecorder
 from gcbench.scenario.draws import draw_run
 from gcbench.sim.cluster import SimPyCluster
 from gcbench.sim.event import draws_for, master_for
 from gcbench.training.batches import PartitionSampler
+from gcbench.training.cache import PartitionCache
 from gcbench.training.data import Dataset, load_data
 from gcbench.training.evaluation import evaluate_master
 from gcbench.training.gradients import shard_gradient, share_flat_storage
@@ -56,6 +61,8 @@ class TrainingCluster(SimPyCluster):
         self.gradients: dict[tuple[int, int, int], tuple] = {}  # (version, batch, partition) -> (gradient, loss)
         self.computed = 0  # partition gradients computed (the cache's hits are not)
         self.shards = None
+        self.caches = [PartitionCache(scheme, w) for w in range(scheme.n)] if scheme.pipelined else None
+        self.refills: list[tuple[int, int]] = []  # (worker, step) of each job that refilled a lost cache
 
     @classmethod
     def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True) -> TrainingCluster:
@@ -89,23 +96,21 @@ class TrainingCluster(SimPyCluster):
         if type(event) is Result:
             # (a job's earlier messages leave its work for the later ones)
             version, batch = (self.work.pop if event.final else self.work.get)(event.job, (None, None))
-            usable = not self.synchronous or version == self.version
+            # a pipelined worker's late work still refreshes its cache
+            usable = not self.synchronous or version == self.version or self.caches is not None
             if version is not None and usable and not event.abandoned:
                 self._compute(event, version, batch)
+        elif type(event) is Failure and self.caches is not None:
+            self.caches[event.worker].clear()  # its process is gone, and its cache with it
         return event
 
     def _compute(self, result: Result, version: int, batch: int) -> None:
         """What the Ray worker computes: each partition's gradient and loss, then the scheme's messages."""
+        if self.caches is not None:
+            return self._compute_pipelined(result, version, batch)
         worker, gradients, losses = result.job.worker, {}, {}
         for j in self.scheme.partitions(worker):
-            key = (version, batch, j)
-            if key not in self.gradients:
-                self._load(version)
-                self.gradients[key] = shard_gradient(
-                    self.model, self.shards[j], self.sampler, batch, j, self.flat.device
-                )
-                self.computed += 1
-            gradients[j], losses[j] = self.gradients[key]
+            gradients[j], losses[j] = self._gradient(version, batch, j)
         messages = [m.numpy() for m in self.scheme.encode(worker, gradients)]
         if result.message is None:
             result.messages, result.losses = messages, losses
@@ -114,6 +119,27 @@ class TrainingCluster(SimPyCluster):
         mid = self.scheme.messages(worker)[result.message]
         done = self.scheme.partitions(worker)[: self.scheme.ready_after(mid)]
         result.messages, result.losses = [messages[result.message]], {j: losses[j] for j in done}
+
+    def _compute_pipelined(self, result: Result, version: int, batch: int) -> None:
+        """The step's partition (every held one the cache lacks) on the job's weights, then encode from the cache."""
+        worker, step = result.job.worker, result.job.row
+        cache, losses = self.caches[worker], {}
+        if cache.missing() and step > 0:
+            self.refills.append((worker, step))
+        for j in cache.due(step):
+            gradient, losses[j] = self._gradient(version, batch, j)
+            cache.store(j, gradient, losses[j], version)
+        result.messages = [m.numpy() for m in self.scheme.encode(worker, cache.gradients())]
+        result.losses, result.versions = losses, cache.versions()
+
+    def _gradient(self, version: int, batch: int, j: int) -> tuple:
+        """Partition j's gradient and loss on mini-batch ``batch`` and weights ``version``, computed once."""
+        key = (version, batch, j)
+        if key not in self.gradients:
+            self._load(version)
+            self.gradients[key] = shard_gradient(self.model, self.shards[j], self.sampler, batch, j, self.flat.device)
+            self.computed += 1
+        return self.gradients[key]
 
     def _load(self, version: int) -> None:
         if self.loaded != version:
@@ -132,6 +158,8 @@ class TrainingCluster(SimPyCluster):
         super().shutdown(interrupted)
         self.work.clear()
         self.gradients.clear()
+        for cache in self.caches or ():
+            cache.clear()
         self.published.clear()
 
 

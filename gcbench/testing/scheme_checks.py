@@ -44,8 +44,10 @@ def responders_without(scheme: Scheme, stragglers: Any) -> list[int]:
 
 
 def check_declared_structure(scheme: Scheme, d: int = 5) -> None:
-    """Load, upload and the zero pattern are what the scheme declares."""
-    assert scheme.load == max(len(scheme.partitions(w)) for w in range(scheme.n))
+    """Load, upload and the zero pattern are what the scheme declares; a pipelined scheme's schedule too."""
+    assert scheme.load == max(scheme.step_load(w) for w in range(scheme.n))
+    if scheme.pipelined:
+        check_pipelined_schedule(scheme)
     for w in range(scheme.n):
         held = set(scheme.partitions(w))
         for mid in scheme.messages(w):
@@ -56,6 +58,24 @@ def check_declared_structure(scheme: Scheme, d: int = 5) -> None:
     for message in scheme.encode(0, grads):
         assert message.shape == (-(-d // scheme.m),), "message length must be ceil(d/m)"
     assert scheme.upload == 1.0 / scheme.m
+
+
+def check_pipelined_schedule(scheme: Scheme, steps: int = 12) -> None:
+    """One partition a step, each held one computed once in every s + 1 consecutive steps, every message ready
+    after it, and the scheduled ages (warm-up at step 0) those of the last computation: at most min(step, s)."""
+    for w in range(scheme.n):
+        order = scheme.partitions(w)
+        assert scheme.step_load(w) == 1 and all(scheme.ready_after(mid) == 1 for mid in scheme.messages(w))
+        last = dict.fromkeys(order, 0)  # step 0 fills the cache
+        for step in range(steps):
+            (fresh,) = scheme.computes(w, step)
+            assert fresh in order
+            window = {scheme.computes(w, t)[0] for t in range(step, step + len(order))}
+            assert window == set(order), f"worker {w} does not cycle through {order} from step {step}"
+            last[fresh] = step
+            ages = {j: step - v for j, v in last.items()}
+            assert ages == scheme.scheduled_ages(w, step), f"worker {w} at step {step}: {ages}"
+            assert max(ages.values()) <= min(step, scheme.s)
 
 
 def check_decode_exact(scheme: Scheme, stragglers: Any, grads: np.ndarray) -> float:
@@ -74,7 +94,8 @@ def float32_bound(scheme: Scheme, stragglers: Any, grads: np.ndarray) -> float:
     decoding = scheme.decoding(received_from(scheme, responders_without(scheme, stragglers), grads))
     r = len(decoding.message_ids)
     norms = np.linalg.norm(grads.astype(np.float64), axis=1).sum()
-    return (scheme.load + r + 3) * UNIT_ROUNDOFF[np.float32] * decoding.gain * norms
+    held = max(len(scheme.partitions(w)) for w in range(scheme.n))  # what one message sums (L in the bound)
+    return (held + r + 3) * UNIT_ROUNDOFF[np.float32] * decoding.gain * norms
 
 
 def check_float32_within_bound(scheme: Scheme, stragglers: Any, grads64: np.ndarray) -> None:
