@@ -19,7 +19,7 @@ from gcbench.real.local import train_local  # noqa: E402
 from gcbench.real.variant import VariantStopped  # noqa: E402
 from gcbench.training.data import synthetic  # noqa: E402
 
-from realhelpers import DATA, child_processes, children_of, driver, scenario, wait_for  # noqa: E402
+from realhelpers import DATA, child_processes, children_of, driver, grandchildren_of, scenario, wait_for  # noqa: E402
 
 runner = CliRunner()
 TINY = """\
@@ -284,8 +284,9 @@ def test_a_killed_driver_leaves_no_rank_and_the_run_resumes_every_iteration_once
     out, quiet = tmp_path / "run", {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     first = driver("run", str(tmp_path / "resume.yaml"), "--backend", "torch", "--out", str(out), **quiet)
     assert wait_for(lambda: (out / "checkpoints" / "variant0-seed0.pt").exists() or first.poll() is not None, 240)
-    ranks = children_of(first.pid)
+    ranks = grandchildren_of(first.pid)  # forked by the zygote, the driver's child
     assert len(ranks) == 4, f"the driver's ranks: {ranks}"
+    ranks |= children_of(first.pid)
     os.kill(first.pid, signal.SIGKILL)  # the driver only: its ranks must notice and exit on their own
     first.wait()
     assert wait_for(lambda: not any(alive(pid) for pid in ranks), 10), "ranks outlived their killed driver"
@@ -307,8 +308,9 @@ def test_ctrl_c_stops_an_allreduce_run_with_status_130_and_no_rank_left(tmp_path
     run = driver("run", str(tmp_path / "run.yaml"), "--backend", "torch", "--out", str(tmp_path / "run"),
                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     assert wait_for(lambda: (tmp_path / "run" / "checkpoints").is_dir() or run.poll() is not None, 240)
-    ranks = children_of(run.pid)
+    ranks = grandchildren_of(run.pid)  # forked by the zygote, the driver's child
     assert len(ranks) == 4, f"the driver's ranks: {ranks}"
+    ranks |= children_of(run.pid)
     time.sleep(0.5)
     os.kill(run.pid, signal.SIGINT)
     output, _ = run.communicate(timeout=120)

@@ -105,10 +105,22 @@ def test_a_training_cluster_returns_each_workers_encoded_gradients_on_the_publis
 
 
 @pytest.mark.slow
-def test_a_process_killed_from_outside_running_or_idle_is_a_failure_the_model_did_not_draw_then_a_restart():
+@pytest.mark.parametrize("launch", ["zygote", "fresh interpreters"])
+def test_a_process_killed_from_outside_running_or_idle_is_a_failure_the_model_did_not_draw_then_a_restart(
+    launch, monkeypatch
+):
+    """Both ways of starting workers: forks of the zygote (its children, it ours), or fresh interpreters (our
+    children, GCBENCH_TORCH_ZYGOTE=0), and no process of either is left behind."""
+    monkeypatch.setenv("GCBENCH_TORCH_ZYGOTE", "1" if launch == "zygote" else "0")
+    before = child_processes()
     cluster = unstarted(conformance_scenario(UNIT))
     cluster.start()
     try:
+        workers = {session.pid for session in cluster.sessions}
+        helpers = child_processes() - before - workers  # the zygote, or the spare without one
+        parents = {pid for pid in helpers if children_of(pid) >= workers}
+        assert len(parents) == (1 if launch == "zygote" else 0), (helpers, workers)
+        assert workers <= (grandchildren_of(os.getpid()) if launch == "zygote" else child_processes())
         running = cluster.submit(2, 0, 0, False)
         time.sleep(0.1)
         os.kill(cluster.sessions[2].pid, signal.SIGKILL)
@@ -128,7 +140,7 @@ def test_a_process_killed_from_outside_running_or_idle_is_a_failure_the_model_di
         assert type(result) is Result and result.job is job  # the replacement computes
     finally:
         cluster.shutdown()
-    assert cluster.leftovers() == []
+    assert cluster.leftovers() == [] and child_processes() == before
 
 
 @pytest.mark.slow

@@ -13,7 +13,6 @@ checkpoint, so ``--resume`` continues it.
 from __future__ import annotations
 
 import queue
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,14 +39,26 @@ from gcbench.training.models import build_model
 
 
 class RankLauncher:
-    """Starts the ranks' processes (the ``launcher`` of the torch cluster's worker sessions, another module)."""
+    """Starts the ranks' processes (the ``launcher`` of the torch cluster's worker sessions, another module):
+    forks of a zygote that imported torch once, as the parameter server's workers are (on Linux), or else
+    fresh interpreters."""
 
     def __init__(self, world: int, port: int, timeout: float) -> None:
-        self.world, self.port, self.timeout = world, port, timeout
+        from gcbench.real import torch_zygote
+        from gcbench.real.torch_session import worker_environment
 
-    def spawn(self, rank: int, session: int, scope: str = "") -> subprocess.Popen:
-        arguments = [rank, self.world, self.port, self.timeout]
-        return start_worker([sys.executable, "-m", "gcbench.real.ddp_rank", *map(str, arguments)])
+        self.world, self.port, self.timeout = world, port, timeout
+        self.zygote = torch_zygote.Zygote(worker_environment()) if torch_zygote.usable() else None
+
+    def spawn(self, rank: int, session: int, scope: str = ""):
+        arguments = [str(value) for value in (rank, self.world, self.port, self.timeout)]
+        if self.zygote is not None:
+            return self.zygote.spawn("rank", arguments)
+        return start_worker([sys.executable, "-m", "gcbench.real.ddp_rank", *arguments])
+
+    def close(self) -> None:
+        if self.zygote is not None:
+            self.zygote.close()
 
 
 class DDPRun:
@@ -73,7 +84,7 @@ class DDPRun:
         self.checkpointed = self.resumed_at
         self.stopped: str | None = None
         self.sessions: list[WorkerSession] = []
-        self.rendezvous = None
+        self.rendezvous, self.launcher = None, None
         self.inbox: queue.Queue = queue.Queue()
         self.clock = WallClock()
         self.model = build_model(scenario.training.model, data.classes, seed)  # rank 0's weights, between blocks
@@ -114,7 +125,7 @@ class DDPRun:
 
         # kept for the whole run: NCCL builds its communicator through the store at the first all-reduce
         self.rendezvous = rendezvous = torch_channel.store(0, self.timeout)
-        launcher = RankLauncher(self.n, rendezvous.port, self.timeout)
+        self.launcher = launcher = RankLauncher(self.n, rendezvous.port, self.timeout)
         self.sessions = [WorkerSession(r, 0, launcher, self.timeout) for r in range(self.n)]
         device, backend = rank_devices(self.scenario, self.n)
         shards = self._shards()
@@ -231,7 +242,9 @@ class DDPRun:
                 session.send({"kind": "stop"})
         for session in self.sessions:
             session.stop()
-        self.sessions, self.rendezvous = [], None
+        if self.launcher is not None:
+            self.launcher.close()
+        self.sessions, self.rendezvous, self.launcher = [], None, None
 
     def worker_pids(self) -> list[int]:
         return [session.pid for session in self.sessions if session.alive()]

@@ -45,11 +45,12 @@ class LocalLauncher:
         self.rendezvous, self.port, self.timeout = rendezvous, rendezvous.port, timeout
         self.spares = itertools.count()
         self.spare: tuple[subprocess.Popen, int] | None = None
-        self.zygote = torch_zygote.Zygote(_environment()) if torch_zygote.usable() else None
+        self.zygote = torch_zygote.Zygote(worker_environment()) if torch_zygote.usable() else None
 
     def spawn(self, worker: int, session: int, scope: str = ""):
         if self.zygote is not None:
-            return self.zygote.spawn(worker_arguments(worker, session, self.port, self.timeout, self.host, scope))
+            arguments = worker_arguments(worker, session, self.port, self.timeout, self.host, scope)
+            return self.zygote.spawn("worker", arguments)
         if self.spare is None or self.spare[0].poll() is not None:
             return self._start(worker, session, scope)
         process, number = self.spare
@@ -88,7 +89,7 @@ def start_worker(command: list[str]) -> subprocess.Popen:
     ends its workers, and not a worker still importing torch (its death would leave the driver waiting to
     meet it). (Python 3.10 has no ``process_group``: a session of its own there.)"""
     own_group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
-    return subprocess.Popen(command, env=_environment(), stdin=subprocess.DEVNULL, **own_group)
+    return subprocess.Popen(command, env=worker_environment(), stdin=subprocess.DEVNULL, **own_group)
 
 
 def stop(process) -> None:
@@ -162,7 +163,7 @@ class WorkerSession:
         return self.pid is None or alive(self.pid)
 
 
-def _environment() -> dict[str, str]:
+def worker_environment() -> dict[str, str]:
     """This environment, with the gcbench that runs here first on the worker's path."""
     root = str(Path(__file__).resolve().parents[2])
     path = os.environ.get("PYTHONPATH")

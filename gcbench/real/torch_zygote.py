@@ -1,4 +1,5 @@
-"""A zygote: one process that imports torch once and forks the torch cluster's worker sessions on request.
+"""A zygote: one process that imports torch once and forks the torch backend's processes on request (the
+parameter server's worker sessions, the DDP baseline's ranks).
 
 A worker process spends most of its start importing torch (about 1.4 s of CPU, several seconds on a loaded
 machine); a fork of a process that has imported it starts in milliseconds. The zygote imports torch and the
@@ -7,7 +8,7 @@ its own first one) and starts no thread, then forks one child per request. Each 
 exactly as a fresh interpreter would be (gcbench/real/torch_worker.py's ``serve``), in a process group of
 its own; its parent is the zygote, whose exit it notices as it would the master's.
 
-The protocol is lines of text: the driver writes ``spawn TICKET ARGUMENTS...`` to the zygote's stdin; the
+The protocol is lines of text: the driver writes ``spawn TICKET KIND ARGUMENTS...`` to the zygote's stdin; the
 zygote answers on a pipe of its own with ``ready`` once, ``started TICKET PID`` and ``exited PID CODE`` (the
 code as ``subprocess.Popen.returncode`` has it: negative for a signal). When its stdin closes, or the driver
 is gone, the zygote ends its children and exits.
@@ -54,14 +55,15 @@ class Zygote:
         self.gone = threading.Event()  # the zygote's replies have ended
         threading.Thread(target=self._read, args=(os.fdopen(read),), daemon=True).start()
 
-    def spawn(self, arguments: list[str]) -> ForkedProcess:
-        """Fork a worker session with these arguments (torch_worker's command line); wait for its pid."""
+    def spawn(self, kind: str, arguments: list[str]) -> ForkedProcess:
+        """Fork a process of this ``kind`` (a key of ``ENTRIES``) with these arguments (its module's command
+        line); wait for its pid."""
         ticket, process = next(self.tickets), ForkedProcess()
         with self.lock:
             if self.gone.is_set():
                 raise RuntimeError("the torch zygote process has exited, so no worker can start")
             self.unstarted[ticket] = process
-        self.process.stdin.write(f"spawn {ticket} {' '.join(arguments)}\n".encode())
+        self.process.stdin.write(f"spawn {ticket} {kind} {' '.join(arguments)}\n".encode())
         self.process.stdin.flush()
         if not process.started.wait(START_WAIT) or process.pid is None:
             raise RuntimeError("the torch zygote process did not start a worker")
@@ -150,6 +152,7 @@ def main(reply_fd: int) -> None:
     import torch  # noqa: F401  (the point of the zygote: imported once, before any fork)
     import torch.distributed  # noqa: F401
 
+    import gcbench.real.ddp_rank  # noqa: F401
     import gcbench.real.sleeper  # noqa: F401
     import gcbench.real.torch_channel  # noqa: F401
     import gcbench.real.worker  # noqa: F401
@@ -176,16 +179,35 @@ def main(reply_fd: int) -> None:
 
 
 def _spawn(request: list[str], replies, children: set[int]) -> None:
-    _, ticket, *arguments = request
+    _, ticket, kind, *arguments = request
     pid = os.fork()
     if pid == 0:
-        _child(arguments, replies.fileno())
+        _child(kind, arguments, replies.fileno())
     children.add(pid)
     _say(replies, f"started {ticket} {pid}")
 
 
-def _child(arguments: list[str], reply_fd: int) -> None:
-    """In the fork: a worker session, as ``python -m gcbench.real.torch_worker ARGUMENTS`` would run it."""
+def _serve_worker(arguments: list[str]) -> None:
+    """A parameter-server worker session, as ``python -m gcbench.real.torch_worker ARGUMENTS`` runs it."""
+    from gcbench.real import torch_worker
+
+    worker, session, port = (int(argument) for argument in arguments[:3])
+    torch_worker.serve(worker, session, port, float(arguments[3]), *arguments[4:6])
+
+
+def _serve_rank(arguments: list[str]) -> None:
+    """A rank of the DDP baseline, as ``python -m gcbench.real.ddp_rank ARGUMENTS`` runs it."""
+    from gcbench.real import ddp_rank
+
+    rank, world, port = (int(argument) for argument in arguments[:3])
+    ddp_rank.serve(rank, world, port, float(arguments[3]))
+
+
+ENTRIES = {"worker": _serve_worker, "rank": _serve_rank}  # what the zygote forks
+
+
+def _child(kind: str, arguments: list[str], reply_fd: int) -> None:
+    """In the fork: the process ``kind`` names, as its module run with these arguments would be."""
     code = 1
     try:
         os.setpgid(0, 0)
@@ -193,10 +215,7 @@ def _child(arguments: list[str], reply_fd: int) -> None:
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)  # (the zygote's requests are not the worker's)
         os.close(devnull)
-        from gcbench.real import torch_worker
-
-        worker, session, port = (int(argument) for argument in arguments[:3])
-        torch_worker.serve(worker, session, port, float(arguments[3]), *arguments[4:6])
+        ENTRIES[kind](arguments)
         code = 0
     except BaseException:  # noqa: BLE001  (a fork must never return into the zygote's loop)
         import traceback
