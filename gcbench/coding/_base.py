@@ -19,6 +19,7 @@ from gcbench.coding._apply import combine_into, empty_like_vector, pad_to, weigh
 from gcbench.coding._conditioning import ConditionReport, condition_report
 from gcbench.coding._errors import NotDecodable, SchemeParameterError, check_int, check_like_default
 from gcbench.coding._linear import Decoding, least_squares_weights, make_decoding, targets
+from gcbench.coding._threads import on_one_blas_thread, one_blas_thread
 
 MAX_WORKERS = 4096  # coefficients are stored densely: n * n * m floats
 CONDITION_LIMIT = 1e7  # above this, float64 decoding can miss 1e-8 relative error
@@ -73,7 +74,8 @@ class Scheme(abc.ABC):
         self.m = check_int(self.name, "m", self.params.get("m", 1), 1, self.n)
         self.k = self.n
         self._check_parameters()
-        layout = self._layout()
+        with one_blas_thread():  # constructions solve and decompose small matrices (see _threads.py)
+            layout = self._layout()
         self._partitions = layout.partitions
         flat = [c for per_worker in layout.coefficients for c in per_worker]
         self.coefficients = np.stack(flat).astype(np.float64)  # (messages, m, k)
@@ -205,8 +207,7 @@ class Scheme(abc.ABC):
         if not key:
             raise NotDecodable(f"{self.name} received no message.")
         if key not in self._approximate:
-            rows = self.rows[list(key)]
-            self._approximate[key] = make_decoding(key, rows, self._target, *self._weights(key, rows))
+            self._approximate[key] = self._least_squares(key)
             if len(self._approximate) > self._cache_size:
                 self._approximate.pop(next(iter(self._approximate)))
         return self._approximate[key]
@@ -257,6 +258,7 @@ class Scheme(abc.ABC):
         return float(row[order[low - 1]])
 
     # -- encoding and decoding vectors ---------------------------------------------
+    @on_one_blas_thread
     def encode(self, worker: int, partition_grads: Any) -> list[Any]:
         """Messages a worker sends, from a (k, d) array/tensor or a {partition: gradient} mapping."""
         parts = self.partitions(worker)
@@ -281,6 +283,7 @@ class Scheme(abc.ABC):
             out.append(message)
         return out
 
+    @on_one_blas_thread
     def decode(
         self, received: Mapping[int, Sequence[Any]], d: int | None = None, approximate: bool = False, out: Any = None
     ) -> Any:
@@ -352,11 +355,16 @@ class Scheme(abc.ABC):
         """The decoding of a received set (not cached), or None when it does not decode."""
         if not key or self._structural_verdict(key) is False:
             return None
-        rows = self.rows[list(key)]
-        found = make_decoding(key, rows, self._target, *self._weights(key, rows))
+        found = self._least_squares(key)
         if self.exact and not found.exact:
             return None
         return found
+
+    @on_one_blas_thread
+    def _least_squares(self, key: tuple[int, ...]) -> Decoding:
+        """Weights, residual and conditioning of a non-empty received set (not cached)."""
+        rows = self.rows[list(key)]
+        return make_decoding(key, rows, self._target, *self._weights(key, rows))
 
     @property
     def alternatives(self) -> str:
