@@ -102,10 +102,37 @@ def combine_into(rows: Sequence, weights: np.ndarray, vectors: Sequence) -> None
     torch_rows = is_torch(rows[0])
     itemsize = rows[0].element_size() if torch_rows else rows[0].itemsize
     columns = max(1024, BLOCK_BYTES // itemsize)
+    axpy = None if torch_rows else _axpy_for(rows, vectors)
+    if axpy is not None:
+        _axpy_sweep(axpy, rows, per_row, vectors, columns)
+        return
     add = _torch_block_add if torch_rows else _numpy_block_add
     for start in range(0, rows[0].shape[0], columns):
         end = start + columns
         add([row[start:end] for row in rows], per_row, [v[start:end] for v in vectors])
+
+
+def _axpy_for(rows: list[np.ndarray], vectors: list[np.ndarray]):
+    """BLAS axpy when every row and message is C-contiguous and of one float32/float64 dtype, else None."""
+    dtype = rows[0].dtype
+    if any(a.dtype != dtype or not a.flags.c_contiguous for a in [*rows, *vectors]):
+        return None
+    return _axpy(dtype)
+
+
+def _axpy_sweep(axpy, rows: list[np.ndarray], per_row: list[list[float]], vectors: list, columns: int) -> None:
+    """The block sweep with BLAS axpy on offsets into the whole vectors: no slice objects per call (a call
+    with a slice pair and keywords cost 1.3 us against 0.4 us, and a decode makes m r d / (m columns) calls)."""
+    length = rows[0].shape[0]
+    for start in range(0, length, columns):
+        count = min(columns, length - start)
+        first = vectors[0][start : start + count]
+        for u, row in enumerate(rows):
+            np.multiply(first, per_row[0][u], out=row[start : start + count])
+        for w, v in zip(per_row[1:], vectors[1:], strict=True):
+            for u, row in enumerate(rows):
+                if w[u] != 0.0:
+                    axpy(v, row, count, w[u], start, 1, start, 1)
 
 
 def _numpy_block_add(rows: list[np.ndarray], per_row: list[list[float]], blocks: list[np.ndarray]) -> None:
