@@ -308,13 +308,8 @@ class Scheme(abc.ABC):
             full = empty_like_vector(ordered[0], self.m * length)
             combine_into([full[u * length : (u + 1) * length] for u in range(self.m)], dec.weights, ordered)
             return full if d is None else full[:d]
-        # slices that end past d (the padding) go to a spare vector, the rest straight into out
-        spans = [(u * length, min((u + 1) * length, d)) for u in range(self.m)]
-        rows = [out[a:b] if b - a == length else empty_like_vector(ordered[0], length) for a, b in spans]
-        combine_into(rows, dec.weights, ordered)
-        for (a, b), row in zip(spans, rows, strict=True):
-            if b - a < length and b > a:
-                out[a:b] = row[: b - a]
+        # every slice straight into out; one that reaches into the padding is cut at d (combine_into takes it)
+        combine_into([out[u * length : min((u + 1) * length, d)] for u in range(self.m)], dec.weights, ordered)
         return out
 
     # -- internals ------------------------------------------------------------------
