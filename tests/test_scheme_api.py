@@ -127,3 +127,43 @@ def test_fused_decode_is_the_weights_times_the_messages_across_blocks(monkeypatc
     decoding = scheme.decoding(received)
     block = np.stack([received[int(scheme.message_owner[i])][0] for i in decoding.message_ids])
     np.testing.assert_allclose(scheme.decode(received), (decoding.weights @ block).reshape(-1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["strided", "mixed dtypes"])
+def test_messages_blas_cannot_take_decode_as_the_contiguous_ones_do(monkeypatch, kind):
+    """The axpy sweep needs contiguous messages of the output's dtype; the others take the ufunc blocks."""
+    import gcbench.coding._apply as apply
+
+    monkeypatch.setattr(apply, "BLOCK_BYTES", 1)
+    scheme = make_scheme("cce_cr", n=6, s=2, m=2)
+    grads = partition_gradients(6, 4100, np.random.default_rng(6)).astype(np.float32)
+    received = {w: scheme.encode(w, grads) for w in range(2, 6)}
+    expected = scheme.decode(received)
+    if kind == "strided":
+        odd = {w: [np.repeat(v, 2)[::2] for v in messages] for w, messages in received.items()}
+    else:
+        odd = {w: [v.astype(np.float64) if w == 3 else v for v in messages] for w, messages in received.items()}
+    assert not any(v.flags.c_contiguous and v.dtype == np.float32 for v in odd[3])
+    decoded = scheme.decode(odd, out=np.empty(4100, np.float32))
+    np.testing.assert_allclose(decoded, expected, atol=1e-5 * np.abs(expected).max())  # FMA or not: float32 rounding
+
+
+@pytest.mark.parametrize("d", [4, 10, 3001])  # m = 3: the last slice is empty (d = 4), 2 of 4, or 1000 of 1001
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])  # the axpy sweep, and the ufunc blocks
+def test_a_last_slice_cut_by_d_is_written_straight_into_out(monkeypatch, d, layout):
+    import gcbench.coding._apply as apply
+
+    monkeypatch.setattr(apply, "BLOCK_BYTES", 1)  # blocks of 1024 columns: the short slice ends inside one
+    scheme = make_scheme("cce_cr", n=6, s=1, m=3)
+    grads = partition_gradients(6, d, np.random.default_rng(7))
+    received = {w: scheme.encode(w, grads) for w in range(1, 6)}
+    if layout == "strided":
+        received = {w: [np.repeat(v, 2)[::2] for v in messages] for w, messages in received.items()}
+    fresh = scheme.decode(received)
+    import gcbench.coding._base as base
+
+    monkeypatch.setattr(base, "empty_like_vector", lambda *args: pytest.fail("decode(out=) made a spare vector"))
+    out = np.full(d + 5, np.nan)
+    assert scheme.decode(received, out=out[:d]) is not None
+    np.testing.assert_array_equal(out[:d], fresh)  # the same sums, in the same order
+    assert np.isnan(out[d:]).all()  # nothing written past d

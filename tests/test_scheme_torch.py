@@ -65,3 +65,14 @@ def test_cuda_tensors_with_m_slices_are_one_matrix_product_on_the_gpu():
     out = scheme.decode({w: scheme.encode(w, grads) for w in range(1, 6)})
     assert out.device.type == "cuda" and out.shape == (1000,)
     torch.testing.assert_close(out, grads.sum(0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])  # the torch blocks, and numpy's sweep on views
+def test_a_last_slice_cut_by_d_is_decoded_into_out(dtype):
+    scheme = make_scheme("cce_cr", n=5, s=1, m=3)
+    grads = torch.randn(5, 3001, dtype=torch.float64)
+    received = {w: [m.to(getattr(torch, dtype)) for m in scheme.encode(w, grads)] for w in range(1, 5)}
+    buffer = torch.full((3006,), float("nan"), dtype=getattr(torch, dtype))
+    assert scheme.decode(received, out=buffer[:3001]) is not None
+    torch.testing.assert_close(buffer[:3001], scheme.decode(received), rtol=0, atol=0)
+    assert buffer[3001:].isnan().all()

@@ -78,7 +78,9 @@ def pad_to(vector, length: int):
 def combine_into(rows: Sequence, weights: np.ndarray, vectors: Sequence) -> None:
     """Set ``rows[u]`` (m vectors of length L) to sum_i weights[u, i] * vectors[i]: W times the r x L block.
 
-    One pass over the messages for all m rows (a separate pass per row reads every message m times).
+    A row may be shorter than L: it gets the first entries of its sum (the decode's last slice, whose end is
+    padding, is written straight into the caller's vector, with no spare vector and copy). One pass over
+    the messages for all m rows (a separate pass per row reads every message m times).
     Messages whose weights are all zero are skipped. On a GPU it is one matrix product; on a CPU a
     sweep over cache-sized blocks of columns, in which each message's block is read once and added
     into every row's block while both are in cache.
@@ -92,7 +94,7 @@ def combine_into(rows: Sequence, weights: np.ndarray, vectors: Sequence) -> None
     if is_torch(rows[0]) and rows[0].device.type != "cpu":
         block = _torch_block(vectors)
         for row, value in zip(rows, (_torch_weights(weights, block) @ block).unbind(0), strict=True):
-            row.copy_(value)
+            row.copy_(value[: row.shape[0]])
         return
     if is_torch(rows[0]):
         views = _numpy_views([*rows, *vectors])
@@ -102,15 +104,41 @@ def combine_into(rows: Sequence, weights: np.ndarray, vectors: Sequence) -> None
     torch_rows = is_torch(rows[0])
     itemsize = rows[0].element_size() if torch_rows else rows[0].itemsize
     columns = max(1024, BLOCK_BYTES // itemsize)
+    axpy = None if torch_rows else _axpy_for(rows, vectors)
+    if axpy is not None:
+        _axpy_sweep(axpy, rows, per_row, vectors, columns)
+        return
     add = _torch_block_add if torch_rows else _numpy_block_add
-    for start in range(0, rows[0].shape[0], columns):
+    for start in range(0, max(row.shape[0] for row in rows), columns):
         end = start + columns
         add([row[start:end] for row in rows], per_row, [v[start:end] for v in vectors])
 
 
+def _axpy_for(rows: list[np.ndarray], vectors: list[np.ndarray]):
+    """BLAS axpy when every row and message is C-contiguous and of one float32/float64 dtype, else None."""
+    dtype = rows[0].dtype
+    if any(a.dtype != dtype or not a.flags.c_contiguous for a in [*rows, *vectors]):
+        return None
+    return _axpy(dtype)
+
+
+def _axpy_sweep(axpy, rows: list[np.ndarray], per_row: list[list[float]], vectors: list, columns: int) -> None:
+    """The block sweep with BLAS axpy on offsets into the whole vectors: no slice objects per call (a call
+    with a slice pair and keywords cost 1.3 us against 0.4 us, and a decode makes m r d / (m columns) calls)."""
+    for start in range(0, max(row.shape[0] for row in rows), columns):
+        counts = [min(columns, row.shape[0] - start) for row in rows]  # a short row may end in this block
+        for u, (row, count) in enumerate(zip(rows, counts, strict=True)):
+            if count > 0:
+                np.multiply(vectors[0][start : start + count], per_row[0][u], out=row[start : start + count])
+        for w, v in zip(per_row[1:], vectors[1:], strict=True):
+            for u, (row, count) in enumerate(zip(rows, counts, strict=True)):
+                if w[u] != 0.0 and count > 0:
+                    axpy(v, row, count, w[u], start, 1, start, 1)
+
+
 def _numpy_block_add(rows: list[np.ndarray], per_row: list[list[float]], blocks: list[np.ndarray]) -> None:
     for u, row in enumerate(rows):
-        np.multiply(blocks[0], per_row[0][u], out=row)
+        np.multiply(blocks[0][: row.shape[0]], per_row[0][u], out=row)
     axpy = _axpy(rows[0].dtype) if all(row.flags.c_contiguous for row in rows) else None
     for w, v in zip(per_row[1:], blocks[1:], strict=True):
         fast = axpy is not None and v.dtype == rows[0].dtype and v.flags.c_contiguous
@@ -118,9 +146,9 @@ def _numpy_block_add(rows: list[np.ndarray], per_row: list[list[float]], blocks:
             if w[u] == 0.0:
                 continue
             if fast:
-                axpy(v, row, a=w[u])
+                axpy(v[: row.shape[0]], row, a=w[u])
             else:
-                row += w[u] * v
+                row += w[u] * v[: row.shape[0]]
 
 
 def _numpy_views(tensors: list) -> list[np.ndarray] | None:
@@ -132,11 +160,11 @@ def _numpy_views(tensors: list) -> list[np.ndarray] | None:
 
 def _torch_block_add(rows: list, per_row: list[list[float]], blocks: list) -> None:
     for u, row in enumerate(rows):
-        row.copy_(blocks[0]).mul_(per_row[0][u])  # the block is in cache: the second pass is cheap
+        row.copy_(blocks[0][: row.shape[0]]).mul_(per_row[0][u])  # the block is in cache: the second pass is cheap
     for w, v in zip(per_row[1:], blocks[1:], strict=True):
         for u, row in enumerate(rows):
             if w[u] != 0.0:
-                row.add_(v, alpha=w[u])
+                row.add_(v[: row.shape[0]], alpha=w[u])
 
 
 def _torch_block(vectors: list):

@@ -19,6 +19,7 @@ from gcbench.coding._apply import combine_into, empty_like_vector, pad_to, weigh
 from gcbench.coding._conditioning import ConditionReport, condition_report
 from gcbench.coding._errors import NotDecodable, SchemeParameterError, check_int, check_like_default
 from gcbench.coding._linear import Decoding, least_squares_weights, make_decoding, targets
+from gcbench.coding._threads import on_one_blas_thread, one_blas_thread
 
 MAX_WORKERS = 4096  # coefficients are stored densely: n * n * m floats
 CONDITION_LIMIT = 1e7  # above this, float64 decoding can miss 1e-8 relative error
@@ -75,7 +76,8 @@ class Scheme(abc.ABC):
         self.m = check_int(self.name, "m", self.params.get("m", 1), 1, self.n)
         self.k = self.n
         self._check_parameters()
-        layout = self._layout()
+        with one_blas_thread():  # constructions solve and decompose small matrices (see _threads.py)
+            layout = self._layout()
         self._partitions = layout.partitions
         flat = [c for per_worker in layout.coefficients for c in per_worker]
         self.coefficients = np.stack(flat).astype(np.float64)  # (messages, m, k)
@@ -215,8 +217,7 @@ class Scheme(abc.ABC):
         if not key:
             raise NotDecodable(f"{self.name} received no message.")
         if key not in self._approximate:
-            rows = self.rows[list(key)]
-            self._approximate[key] = make_decoding(key, rows, self._target, *self._weights(key, rows))
+            self._approximate[key] = self._least_squares(key)
             if len(self._approximate) > self._cache_size:
                 self._approximate.pop(next(iter(self._approximate)))
         return self._approximate[key]
@@ -267,6 +268,7 @@ class Scheme(abc.ABC):
         return float(row[order[low - 1]])
 
     # -- encoding and decoding vectors ---------------------------------------------
+    @on_one_blas_thread
     def encode(self, worker: int, partition_grads: Any) -> list[Any]:
         """Messages a worker sends, from a (k, d) array/tensor or a {partition: gradient} mapping."""
         parts = self.partitions(worker)
@@ -291,6 +293,7 @@ class Scheme(abc.ABC):
             out.append(message)
         return out
 
+    @on_one_blas_thread
     def decode(
         self, received: Mapping[int, Sequence[Any]], d: int | None = None, approximate: bool = False, out: Any = None
     ) -> Any:
@@ -315,13 +318,8 @@ class Scheme(abc.ABC):
             full = empty_like_vector(ordered[0], self.m * length)
             combine_into([full[u * length : (u + 1) * length] for u in range(self.m)], dec.weights, ordered)
             return full if d is None else full[:d]
-        # slices that end past d (the padding) go to a spare vector, the rest straight into out
-        spans = [(u * length, min((u + 1) * length, d)) for u in range(self.m)]
-        rows = [out[a:b] if b - a == length else empty_like_vector(ordered[0], length) for a, b in spans]
-        combine_into(rows, dec.weights, ordered)
-        for (a, b), row in zip(spans, rows, strict=True):
-            if b - a < length and b > a:
-                out[a:b] = row[: b - a]
+        # every slice straight into out; one that reaches into the padding is cut at d (combine_into takes it)
+        combine_into([out[u * length : min((u + 1) * length, d)] for u in range(self.m)], dec.weights, ordered)
         return out
 
     # -- internals ------------------------------------------------------------------
@@ -362,11 +360,16 @@ class Scheme(abc.ABC):
         """The decoding of a received set (not cached), or None when it does not decode."""
         if not key or self._structural_verdict(key) is False:
             return None
-        rows = self.rows[list(key)]
-        found = make_decoding(key, rows, self._target, *self._weights(key, rows))
+        found = self._least_squares(key)
         if self.exact and not found.exact:
             return None
         return found
+
+    @on_one_blas_thread
+    def _least_squares(self, key: tuple[int, ...]) -> Decoding:
+        """Weights, residual and conditioning of a non-empty received set (not cached)."""
+        rows = self.rows[list(key)]
+        return make_decoding(key, rows, self._target, *self._weights(key, rows))
 
     @property
     def alternatives(self) -> str:

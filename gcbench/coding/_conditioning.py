@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gcbench.coding._downdate import STEPS, Spectrum
+from gcbench.coding._threads import on_one_blas_thread
 
 if TYPE_CHECKING:
     from gcbench.coding._base import Scheme
@@ -53,6 +54,7 @@ def straggler_sets(n: int, s: int, limit: int) -> tuple[list[tuple[int, ...]], b
     return sorted(sets), False
 
 
+@on_one_blas_thread
 def condition_report(scheme: Scheme, limit: int | None, stop_above: float = float("inf")) -> ConditionReport:
     """Worst condition number of the received rows when exactly s workers straggle.
 
