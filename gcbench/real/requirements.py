@@ -12,7 +12,7 @@ import importlib.util
 
 from gcbench.errors import GcbenchError
 
-REAL_MODULES = ("torch", "torchvision", "ray", "threadpoolctl")
+REAL_MODULES = ("torch", "torchvision", "ray")
 INSTALL = "pip install -e '.[real]' in a clone of gcbench, or pip install 'gcbench[real]'"
 
 
