@@ -26,7 +26,6 @@ from gcbench.sim.cluster import ResourceLinkCluster, SimPyCluster
 from gcbench.sim.event import engine_for, simulate_event
 from gcbench.sim.runner import stream_points
 from gcbench.testing.multi_message import PerPartitionMessages, registered
-from gcbench.training.learner import received_ids
 
 NAME = PerPartitionMessages.name
 LATENCY = 0.25
@@ -178,6 +177,9 @@ def test_a_job_s_messages_reach_the_learner_gathered_in_their_places():
     assert kept is whole and gathered.at == 2.0 and gathered.message is None and gathered.final
     assert [v.tolist() for v in gathered.messages] == [[2.0] * 3, [1.0] * 3] and gathered.losses == {2: 0.25, 3: 0.5}
     (alone,) = whole_jobs([early])
+    pytest.importorskip("torch", reason="the learner is part of the [real] extra")
+    from gcbench.training.learner import received_ids
+
     assert alone.messages[0].tolist() == [2.0] * 3 and received_ids(scheme, {2: alone.messages}) == [4]
 
 
