@@ -1,5 +1,6 @@
 """A worker session's channel (gcbench/real/torch_channel.py): every message, posted without waiting, arrives
-whole and in order with its arrays, on two two-rank gloo groups (an echo process at the other end)."""
+whole and in order with its arrays and its attachment, on two two-rank gloo groups (an echo process at the
+other end)."""
 
 from __future__ import annotations
 
@@ -79,8 +80,14 @@ def test_posted_messages_arrive_whole_in_order_with_their_arrays():
         sender, sent = torch_channel.Sender(down, 0, 1), messages()
         for message in sent:
             sender.post(message)  # (each waits for the one before it)
+        # one value pickled once, attached to two messages: each arrives with it under its key
+        weights = np.random.default_rng(1).random(50_000, dtype=np.float32)
+        attachment = torch_channel.Attachment("weights", weights)
+        attached = [{"kind": "job", "job": 5 + i, "crash": False} for i in range(2)]
+        for message in attached:
+            sender.post(message, attachment)
         sender.wait()
-        for message in sent:
+        for message in [*sent, *({**m, "weights": weights} for m in attached)]:
             assert_same(inbox.get(timeout=60), message)  # there and back: both directions
     finally:
         echo.kill()

@@ -11,9 +11,13 @@ has one sender and one receiving thread on each side. A receiver thread per
 channel blocks on its receive and feeds one queue; when the peer exits, gloo
 fails that receive ("Connection closed by peer") and the thread ends.
 
-A message is a header, int64 (worker, job id, message index, payload bytes),
-then the pickled payload as a uint8 tensor; the index counts the channel's
-messages, so a lost or repeated one is an error, never a silent mix-up.
+A message is a header, int64 (worker, job id, message index, payload bytes,
+attachment bytes), then the pickled payload as a uint8 tensor, then its
+attachment if it has one; the index counts the channel's messages, so a lost or
+repeated one is an error, never a silent mix-up. An attachment is one value
+pickled once for every channel it goes to (the weights the master sends each
+worker with its first job after a publication): pickled per worker, the 0.75 MB
+of the small CNN's weights cost the master a pickle and two copies per worker.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import torch.distributed as dist
 HOST = "127.0.0.1"
 opened = False  # whether this process built a group (its end skips the interpreter's teardown: gcbench/cli.py)
 DOWN, UP = "down", "up"  # master -> worker, worker -> master
+ATTACHED = "_attached"  # the key a message's attachment is unpickled into
 
 
 def store(port: int = 0, timeout: float = 60.0, host: str = HOST) -> dist.TCPStore:
@@ -55,6 +60,14 @@ def group(rendezvous: dist.Store, worker: int, session: int, direction: str, ran
     return dist.ProcessGroupGloo(prefix, rank, 2, datetime.timedelta(seconds=timeout))
 
 
+class Attachment:
+    """A value pickled once, to be sent as ``key`` of any number of messages (``Sender.post``)."""
+
+    def __init__(self, key: str, value: Any) -> None:
+        self.key = key
+        self.tensor = torch.frombuffer(bytearray(pickle.dumps(value, protocol=5)), dtype=torch.uint8)
+
+
 class Sender:
     """The sending end of one group: numbered messages to the peer.
 
@@ -66,41 +79,56 @@ class Sender:
 
     def __init__(self, pg, worker: int, peer: int) -> None:
         self.pg, self.worker, self.peer, self.index = pg, worker, peer, 0
-        self.posted: list = []  # the works of the message in flight, and the tensors they send from
+        self.posted: list = []  # the works of the message in flight
+        self.kept = None  # the tensors they send from
 
-    def send(self, message: dict[str, Any]) -> None:
-        self.post(message)
+    def send(self, message: dict[str, Any], attachment: Attachment | None = None) -> None:
+        self.post(message, attachment)
         self.wait()
 
-    def post(self, message: dict[str, Any]) -> None:
+    def post(self, message: dict[str, Any], attachment: Attachment | None = None) -> None:
+        """Send ``message`` (with ``attachment`` as its ``attachment.key``) without waiting for it to arrive."""
         self.wait()
+        if attachment is not None:
+            message = {**message, ATTACHED: attachment.key}
         payload = torch.frombuffer(bytearray(pickle.dumps(message, protocol=5)), dtype=torch.uint8)
-        header = torch.tensor([self.worker, message.get("job", -1), self.index, payload.numel()], dtype=torch.int64)
-        self.posted = [self.pg.send([header], self.peer, 0), self.pg.send([payload], self.peer, 1), header, payload]
+        extra = 0 if attachment is None else attachment.tensor.numel()
+        header = torch.tensor([self.worker, message.get("job", -1), self.index, payload.numel(), extra],
+                              dtype=torch.int64)  # fmt: skip
+        self.posted = [self.pg.send([header], self.peer, 0), self.pg.send([payload], self.peer, 1)]
+        if attachment is not None:
+            self.posted.append(self.pg.send([attachment.tensor], self.peer, 2))
+        self.kept = (header, payload, attachment)  # (the tensors must live until their sends are done)
         self.index += 1
 
     def wait(self) -> None:
         posted, self.posted = self.posted, []
-        for work in posted[:2]:
+        for work in posted:
             work.wait()
+        self.kept = None
 
 
 def receive_forever(pg, peer: int, take: Callable[[dict[str, Any]], None]) -> Exception:
     """Hand every message from ``peer`` to ``take``, in order, until the channel breaks; the error it broke with."""
     expected = 0
     while True:
-        header = torch.zeros(4, dtype=torch.int64)
+        header = torch.zeros(5, dtype=torch.int64)
         try:
             pg.recv([header], peer, 0).wait()
-            worker, job, index, size = header.tolist()
+            worker, job, index, size, extra = header.tolist()
             payload = torch.empty(size, dtype=torch.uint8)
             pg.recv([payload], peer, 1).wait()
+            attachment = torch.empty(extra, dtype=torch.uint8) if extra else None
+            if attachment is not None:
+                pg.recv([attachment], peer, 2).wait()
         except RuntimeError as error:  # the peer exited or the group was torn down
             return error
         if index != expected:
             raise RuntimeError(f"channel of worker {worker}: message {index} came where {expected} was due")
         expected += 1
         message = pickle.loads(payload.numpy().tobytes())
+        if attachment is not None:
+            message[message.pop(ATTACHED)] = pickle.loads(attachment.numpy().tobytes())
         if message.get("job", -1) != job:
             raise RuntimeError(f"channel of worker {worker}: header says job {job}, payload {message.get('job')}")
         take(message)

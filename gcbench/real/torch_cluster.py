@@ -61,6 +61,7 @@ class TorchCluster(Cluster):
         self.downtime = getattr(scenario.failures, "downtime", None)
         self.trains, self.delay, self.spec = False, 0.0, None
         self.weights, self.version, self.has_version = None, 0, [-1] * self.n
+        self.attached = None  # the published weights, pickled once (torch_channel.Attachment)
         self.rendezvous, self.inbox, self.numbers = None, queue.Queue(), itertools.count()
         self.launcher, self.scope = None, ""
         self.sessions: list = [None] * self.n  # each worker's current WorkerSession
@@ -170,7 +171,7 @@ class TorchCluster(Cluster):
 
     def publish(self, weights) -> None:
         """Sent to each worker once, with its first job after this publication."""
-        self.weights, self.version = weights, self.version + 1
+        self.weights, self.version, self.attached = weights, self.version + 1, None
 
     # -- jobs -------------------------------------------------------------------------------------
     def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
@@ -189,10 +190,10 @@ class TorchCluster(Cluster):
     def _send(self, job: Job) -> None:
         w, row = job.worker, job.row
         session = self.sessions[w]
-        message = {"kind": "job", "job": job.job, "crash": job.crash}
+        message, attachment = {"kind": "job", "job": job.job, "crash": job.crash}, None
         if self.trains:
             if self.has_version[w] != self.version:
-                message["weights"] = self.weights  # (with the job: one message per worker and iteration)
+                attachment = self._weights()  # (with the job: one message per worker and iteration)
                 self.has_version[w] = self.version
             message.update(straggling=self.straggling[row][w], overhead=self.overhead[row][w], batch=self.batches[job])
         else:
@@ -202,7 +203,15 @@ class TorchCluster(Cluster):
         self.sent[w].append(job)
         # posted, not waited for: the next worker's job goes out meanwhile. A broken channel: the worker's exit
         # is on its way, and the job is lost with it
-        session.send(message, wait=False)
+        session.send(message, wait=False, attachment=attachment)
+
+    def _weights(self):
+        """The published weights, pickled once for every worker that gets them."""
+        from gcbench.real.torch_channel import Attachment
+
+        if self.attached is None:
+            self.attached = Attachment("weights", self.weights)
+        return self.attached
 
     def abandon(self, jobs: Iterable[Job]) -> None:
         """A queued job never runs; a sent one stops at its next check (or never starts) and reports its timings."""

@@ -144,11 +144,12 @@ class WorkerSession:
         receiver.join(EXIT_WAIT)
         inbox.put(("exit", self.worker, self.session, {"code": code}))
 
-    def send(self, message: dict[str, Any], wait: bool = True) -> bool:
-        """Send to the worker (``wait`` False: post it, and go on); False when its channel is broken (its exit
-        is then on its way; a posted message's failure shows at the next send)."""
+    def send(self, message: dict[str, Any], wait: bool = True, attachment=None) -> bool:
+        """Send to the worker (``wait`` False: post it, and go on; ``attachment``: a ``torch_channel.Attachment``
+        the message carries); False when its channel is broken (its exit is then on its way; a posted message's
+        failure shows at the next send)."""
         try:
-            self.sender.send(message) if wait else self.sender.post(message)
+            self.sender.send(message, attachment) if wait else self.sender.post(message, attachment)
         except RuntimeError:
             return False
         return True
