@@ -185,8 +185,6 @@ def test_the_variance_check_catches_a_wrong_report(monkeypatch):
         check_reported_variance(scheme, samples=4000, seed=12)
 
 
-
-
 def sends_several(name: str) -> bool:
     """Whether the scheme's workers send more than one message each (judged at n = 4, s = 1)."""
     try:
