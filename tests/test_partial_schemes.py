@@ -42,14 +42,14 @@ def simulate(scheme: str, **params):
     return simulate_event(sc, v, scheme_for(sc, v), 0, cluster_class=TwoSlow)
 
 
-@pytest.mark.parametrize("scheme", ["partial_cr", "chunked_cr"])
-def test_a_slow_worker_s_first_message_is_used_and_the_iteration_ends_before_cr_s(scheme):
+@pytest.mark.parametrize(("scheme", "params"), [("partial_cr", {}), ("chunked_cr", {"m": 1})])
+def test_a_slow_worker_s_first_message_is_used_and_the_iteration_ends_before_cr_s(scheme, params):
     """cr (s = 1) waits for three whole jobs: a slow worker's, 3 units. Both new schemes decode at 1.5 units,
     when the slow workers' first partitions are done: partial_cr from every worker's first message (each its own
     partition), chunked_cr once every chunk has a copy (chunks 0 and 1 from the slow workers' first messages)."""
     cr = simulate("cr")
     assert cr.duration.tolist() == [3 * UNIT + LATENCY] * 2
-    rec = simulate(scheme)
+    rec = simulate(scheme, **params)
     assert rec.exact.all() and rec.duration.tolist() == [1.5 * UNIT + LATENCY] * 2
     log = pd.DataFrame(rec.messages.columns())
     slow = log[log.worker.isin([0, 1]) & (log.iteration == 0)].sort_values("message")
@@ -111,3 +111,18 @@ def test_both_train_on_torch_as_one_process_does_on_the_whole_mini_batch(tmp_pat
 def test_both_train_on_ray_as_one_process_does_on_the_whole_mini_batch(tmp_path):
     pytest.importorskip("ray", reason="ray is part of the [real] extra")
     trains_as_local(tmp_path, "ray")
+
+
+def test_impossible_parameters_exit_2_with_one_sentence():
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
+
+    runner = CliRunner()
+    for args, sentence in (
+        (["chunked_cr", "--n", "4", "--s", "2", "--m", "3"], "The 'm' parameter of chunked_cr must be an int in"),
+        (["partial_cr", "--n", "4", "--s", "1", "--seed", "-1"], "The 'seed' parameter of partial_cr must be an int"),
+    ):
+        result = runner.invoke(app, ["schemes", *args])
+        assert result.exit_code == 2, result.output
+        assert sentence in result.output and result.output.count("error:") == 1 and "Traceback" not in result.output

@@ -86,7 +86,7 @@ class ChunkedCyclicRepetition(Scheme):
         "upload": "(s + m) x 1/m",
         "decoding": "m x m solve per chunk",
     }
-    defaults = {"m": 1}
+    defaults = {"m": 2}
     hypothesis_max_n = 8  # n messages x (s + m) rows to scan: kept small for CI
     checks_conditioning = True
 
