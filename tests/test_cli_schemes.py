@@ -54,7 +54,7 @@ def test_unknown_scheme_exits_2_from_the_installed_command():
     assert done.returncode == 2
     assert done.stderr.strip() == (
         "error: Unknown scheme 'nope'; available: uncoded, ignore_stragglers, fr, cr, cyclic_mds, cce_cr, cce_fr, "
-        "is_gc, frc, bgc, expander, sgc, bcc, heterogeneous, pipelined_cr, pipelined_fr."
+        "is_gc, frc, bgc, expander, sgc, bcc, heterogeneous, pipelined_cr, pipelined_fr, partial_cr, chunked_cr."
     )
 
 
@@ -71,7 +71,8 @@ def test_help_lists_the_parameters_the_registered_schemes_declare():
     result = runner.invoke(app, ["schemes", "--help"])
     assert result.exit_code == 0
     assert (
-        "--seed: cr, bgc, expander, bcc (default 0); --m: cce_cr, cce_fr (default 2); --d: is_gc, frc, bgc, sgc "
+        "--seed: cr, bgc, expander, bcc, partial_cr (default 0); --m: cce_cr, cce_fr, chunked_cr (default 2); "
+        "--d: is_gc, frc, bgc, sgc "
         "(default 2); --d: expander (default 4); --decoder: expander (default optimal); --b: bcc (default 2); "
         "--speeds: heterogeneous (default [])."
     ) in " ".join(result.output.split())

@@ -1,7 +1,7 @@
 """Per-message timing: a worker sends each message once the partitions it uses are computed (issue 12).
 
-The scheme here is gcbench/testing/multi_message.py's (no registered scheme sends several messages per worker
-yet): worker w computes partitions w, ..., w + s (mod n) and sends each partition's gradient as it is done.
+The scheme here is gcbench/testing/multi_message.py's (unregistered; ``chunked_cr`` with m = 1 sends the same
+messages): worker w computes partitions w, ..., w + s (mod n) and sends each partition's gradient as it is done.
 """
 
 from __future__ import annotations

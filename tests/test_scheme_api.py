@@ -10,7 +10,8 @@ from gcbench.testing import partition_gradients
 def test_available_schemes_lists_the_builtin_ones():
     assert available_schemes() == [
         *("uncoded", "ignore_stragglers", "fr", "cr", "cyclic_mds", "cce_cr", "cce_fr"),
-        *("is_gc", "frc", "bgc", "expander", "sgc", "bcc", "heterogeneous", "pipelined_cr", "pipelined_fr"),
+        *("is_gc", "frc", "bgc", "expander", "sgc", "bcc", "heterogeneous"),
+        *("pipelined_cr", "pipelined_fr", "partial_cr", "chunked_cr"),
     ]
 
 

@@ -101,7 +101,9 @@ def test_declared_structure_and_determinism(name, data):
 
 
 # seconds each (the approximate codes: every (d, s) of theirs): their every-set check runs in CI's full lane
-EXHAUSTIVE_SLOW = {"cce_cr", "cce_fr", "is_gc", "frc", "bgc", "expander", "sgc", "heterogeneous"}
+EXHAUSTIVE_SLOW = {
+    "cce_cr", "cce_fr", "is_gc", "frc", "bgc", "expander", "sgc", "heterogeneous", "partial_cr", "chunked_cr"
+}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -128,7 +130,14 @@ def test_every_straggler_set_for_small_n(name):
     assert checked >= 10  # uncoded: one set per n; the others thousands
 
 
-@pytest.mark.parametrize("name", SCHEMES)
+# every (s, m) at n <= 7, each set's messages (up to 49) checked by rank: minutes on a loaded machine; the
+# everyday lane checks these schemes' whole-worker sets among their prefix sets (n <= 5, below)
+TINY_SLOW = {"chunked_cr"}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=pytest.mark.slow) if name in TINY_SLOW else name for name in SCHEMES]
+)
 def test_every_responder_set_for_tiny_n(name):
     """Exhaustive over all 2^n responder sets (n <= 7): decodability agrees with rank, never a wrong answer."""
     rng = np.random.default_rng(8)
@@ -181,3 +190,35 @@ def test_the_variance_check_catches_a_wrong_report(monkeypatch):
     monkeypatch.setattr(scheme, "error_variance", lambda: 1.1 * type(scheme).error_variance(scheme))
     with pytest.raises(AssertionError, match="mean squared residual"):
         check_reported_variance(scheme, samples=4000, seed=12)
+
+
+def sends_several(name: str) -> bool:
+    """Whether the scheme's workers send more than one message each (judged at n = 4, s = 1)."""
+    try:
+        return make_scheme(name, n=4, s=1).messages_per_worker > 1
+    except SchemeParameterError:
+        return False
+
+
+MULTI_MESSAGE = [name for name in SCHEMES if sends_several(name)]
+PREFIX_SETS_PER_INSTANCE = 1024  # (messages + 1)^n sets: every instance of n <= 5 up to this many is enumerated
+
+
+@pytest.mark.parametrize("name", MULTI_MESSAGE)
+def test_every_prefix_set_decodes_as_the_rank_says_for_small_n(name):
+    """Issue 12: workers that stop part-way deliver the first p of their messages. For every accepted instance
+    with n <= 5 (at most 1,024 such sets), every combination of prefixes: can_decode, structural where claimed,
+    is the rank's answer, and a decodable set gives the exact gradient."""
+    from gcbench.testing.scheme_checks import check_prefix_set, prefix_sets
+
+    rng, checked = np.random.default_rng(9), 0
+    for n in range(1, 6):
+        for s, params in valid_parameter_sets(name, n):
+            scheme = build(name, n, s, params)
+            if scheme is None or (scheme.messages_per_worker + 1) ** n > PREFIX_SETS_PER_INSTANCE:
+                continue
+            grads = partition_gradients(scheme.k, 3, rng)
+            for lengths in prefix_sets(scheme):
+                check_prefix_set(scheme, lengths, grads)
+                checked += 1
+    assert checked >= 100

@@ -12,6 +12,7 @@ from gcbench.coding.frc import ApproximateFractionalRepetition
 from gcbench.coding.heterogeneous import HeterogeneousRepetition
 from gcbench.coding.ignore_stragglers import IgnoreStragglers
 from gcbench.coding.is_gc import IgnoreStragglerGC
+from gcbench.coding.partial import ChunkedCyclicRepetition, PartialCyclicRepetition
 from gcbench.coding.pipelined import PipelinedCyclicRepetition, PipelinedFractionalRepetition
 from gcbench.coding.sgc import StochasticGradientCoding
 from gcbench.coding.uncoded import Uncoded
@@ -33,6 +34,8 @@ BUILTIN_SCHEMES = (
     HeterogeneousRepetition,
     PipelinedCyclicRepetition,
     PipelinedFractionalRepetition,
+    PartialCyclicRepetition,
+    ChunkedCyclicRepetition,
 )
 
 for _cls in BUILTIN_SCHEMES:

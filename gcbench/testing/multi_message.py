@@ -1,11 +1,11 @@
 """A scheme whose workers send several messages each, for the suites that check per-message timing.
 
-No registered scheme sends more than one message per worker yet, so the cluster conformance suite, the
-engine tests and the master's tests use this one, unregistered: worker i computes partitions i, ..., i+s
-(mod n) in that order and sends each partition's gradient as soon as it is computed, so the master can
-decode once every partition arrived from some worker, partial work of a slow worker included
-(replication with per-partition messages; exact from any n - s workers). Tests that run it through a
-scenario register it for their duration (``registered``).
+The cluster conformance suite, the engine tests and the master's tests use this one, unregistered, so they
+do not depend on a registered scheme's parameters (``chunked_cr`` with m = 1 sends the same messages): worker
+i computes partitions i, ..., i+s (mod n) in that order and sends each partition's gradient as soon as it is
+computed, so the master can decode once every partition arrived from some worker, partial work of a slow
+worker included (replication with per-partition messages; exact from any n - s workers). Tests that run it
+through a scenario register it for their duration (``registered``).
 """
 
 from __future__ import annotations

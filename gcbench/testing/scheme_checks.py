@@ -277,3 +277,22 @@ def check_reported_variance(scheme: Scheme, samples: int = 4000, seed: int = 0, 
         found = values.mean()
         assert abs(found - expected) <= allowed, f"{scheme!r}: {what} {found:.4g}, reported {expected:.4g}"
     assert_mean_zero(deviations, False, f"{scheme!r} (independent stragglers)")
+
+
+# -- several messages per worker: the sets partial work produces --------------------------------------------
+def prefix_sets(scheme: Scheme) -> itertools.product:
+    """Every received set in which each worker sent the first p of its messages (p = 0 .. all): what a run
+    whose workers stop part-way through their jobs delivers."""
+    return itertools.product(*(range(len(scheme.messages(w)) + 1) for w in range(scheme.n)))
+
+
+def check_prefix_set(scheme: Scheme, lengths: tuple[int, ...], grads: np.ndarray) -> None:
+    """One prefix set: can_decode (structural where the scheme claims it) agrees with the rank computation, and
+    the decode is exact or refused, never a wrong gradient."""
+    ids = [mid for w, p in enumerate(lengths) for mid in scheme.messages(w)[:p]]
+    truth = rank_decodable(scheme, ids)
+    assert scheme.can_decode(ids) == truth, f"{scheme!r} prefixes {lengths}: rank says {truth}"
+    if truth:
+        received = {w: scheme.encode(w, grads)[:p] for w, p in enumerate(lengths) if p}
+        error = relative_error(scheme.decode(received), grads)
+        assert error <= FLOAT64_RTOL, f"{scheme!r} prefixes {lengths}: relative error {error:.2e}"
