@@ -16,7 +16,7 @@ from gcbench.sim.runner import simulate_points
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
 GOLDEN = ROOT / "tests" / "golden" / "stragglers_summary.csv"
-TRAINED = {"trained_sweep", "approximate_codes"}  # they train in the simulator: tens of seconds each
+TRAINED = {"trained_sweep", "approximate_codes", "scheme_family"}  # they train in the simulator: seconds each
 
 
 def shortened(points, iterations=20):
@@ -27,6 +27,7 @@ def test_the_expected_scenarios_ship():
     names = {p.stem for p in SCENARIOS}
     assert {"stragglers", "heavy_tail", "persistent_stragglers", "crash_failures", "shared_link"} <= names
     assert {"trace_replay", "delay_models", "asynchronous", "model_b"} | TRAINED <= names
+    assert "cifar10_scheme_family" in names
 
 
 @pytest.mark.parametrize(

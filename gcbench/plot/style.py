@@ -14,8 +14,19 @@ import seaborn as sns  # noqa: E402
 from gcbench.results.schema import DEFAULT_POLICY  # noqa: E402
 
 # Registry order, so a scheme keeps its colour across figures and runs.
-SCHEMES = ("uncoded", "ignore_stragglers", "fr", "cr", "cyclic_mds", "cce_cr", "cce_fr")
+SCHEMES = ("uncoded", "ignore_stragglers", "fr", "cr", "cyclic_mds", "cce_cr", "cce_fr", "is_gc", "frc", "bgc")
 _PALETTE = sns.color_palette("colorblind", 10)
+# The palette has ten colours and there are more schemes: the rest share one, chosen so that a pipelined code
+# has its base code's colour and the others a scheme they are rarely drawn beside. variant_styles gives the
+# second variant of a colour another dash and marker, so shared colours stay distinguishable.
+SHARED_COLOUR = {
+    "pipelined_fr": "fr",
+    "pipelined_cr": "cr",
+    "bcc": "cyclic_mds",
+    "expander": "cce_cr",
+    "sgc": "cce_fr",
+    "heterogeneous": "is_gc",
+}
 POLICY_STYLES = {
     "wait_all": "-",
     "decodable": "-",
@@ -36,9 +47,13 @@ def apply() -> None:
 
 
 def scheme_colour(scheme: str):
+    return _PALETTE[_colour_index(scheme)]
+
+
+def _colour_index(scheme: str) -> int:
+    scheme = SHARED_COLOUR.get(scheme, scheme)
     # crc32, not hash(): str hashes change between processes, colours must not
-    index = SCHEMES.index(scheme) if scheme in SCHEMES else len(SCHEMES) + zlib.crc32(scheme.encode()) % 3
-    return _PALETTE[index % len(_PALETTE)]
+    return SCHEMES.index(scheme) if scheme in SCHEMES else zlib.crc32(scheme.encode()) % len(_PALETTE)
 
 
 def policy_style(policy: str):
@@ -50,11 +65,13 @@ _EXTRA_DASHES = ((0, (5, 2)), (0, (2, 2)), (0, (6, 2, 2, 2)), (0, (1, 2)))
 
 
 def variant_styles(iterations) -> dict[str, dict]:
-    """Colour from the variant's scheme; dash from its policy; marker (and dash) tell apart one scheme's variants."""
+    """Colour from the variant's scheme; dash from its policy; marker (and dash) tell apart the variants of one
+    colour (one scheme's, or schemes sharing a colour)."""
     styles, seen = {}, {}
     for row in iterations[["variant", "scheme", "policy"]].drop_duplicates("variant").itertuples():
-        rank = seen.get(row.scheme, 0)
-        seen[row.scheme] = rank + 1
+        colour = _colour_index(row.scheme)
+        rank = seen.get(colour, 0)
+        seen[colour] = rank + 1
         dash = policy_style(row.policy) if rank == 0 else _EXTRA_DASHES[(rank - 1) % len(_EXTRA_DASHES)]
         styles[row.variant] = {
             "color": scheme_colour(row.scheme),

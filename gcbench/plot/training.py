@@ -56,7 +56,8 @@ def training_curves(iterations: pd.DataFrame, target: float | None = None, mode:
         row[1].set_xlabel("iteration")
         if metric == "accuracy" and target is not None:
             _target_line(row, target, reached=bool((first_seed["accuracy"] >= target).any()))
-    handles, labels = axes[0, 1].get_legend_handles_labels()
+    # the last row's lines: with accuracy drawn they carry the markers that tell apart variants of one colour
+    handles, labels = axes[-1, 1].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 3), frameon=False, fontsize=6)
     return fig
 
