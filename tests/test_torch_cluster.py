@@ -364,3 +364,29 @@ def test_messages_of_an_earlier_iteration_arrive_late_and_are_never_used(tmp_pat
     assert iterations["exact"].all() and workers[workers["worker"] == 1]["used"].all()
     expected = read_results(tmp_path / "local")[0]["loss"].to_numpy()
     np.testing.assert_allclose(iterations.sort_values("iteration")["loss"].to_numpy(), expected, rtol=1e-4)
+
+
+EVALUATION = 1.5  # seconds each evaluation takes in the test below
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", ["wait_all", "allreduce"])
+def test_evaluations_take_no_time_on_the_runs_clock(policy, monkeypatch):
+    """Each evaluation (here 1.5 s, after every iteration) stands outside the run's clock, as in the
+    simulator, so times to a target accuracy compare: the next iteration starts less than that after the one
+    before it ended (what is left is the master's own step). Both kinds of run that evaluate: the parameter
+    server's master and the DDP baseline's driver."""
+    import gcbench.real.ddp_run as ddp_run
+    import gcbench.real.variant as variant
+    from gcbench.real.runner import run_variant
+
+    def slow_evaluation(*args):
+        time.sleep(EVALUATION)
+        return 0.5
+
+    for module in (variant, ddp_run):
+        monkeypatch.setattr(module, "evaluate_master", slow_evaluation)
+    sc = scenario({"scheme": "uncoded", "policy": policy}, iterations=4, training={"eval_every": 1})
+    iterations, _ = run_variant(sc, sc.variants[0], DATA, 0, backend="torch")
+    gaps = iterations["start"].to_numpy()[1:] - iterations["end"].to_numpy()[:-1]
+    assert (iterations["accuracy"] == 0.5).all() and (gaps < EVALUATION).all(), gaps

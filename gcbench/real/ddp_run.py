@@ -184,8 +184,10 @@ class DDPRun:
         self.flat.optimizer.load_state_dict(state["optimizer"])
         accuracy = np.nan
         if end % self.scenario.training.eval_every == 0 or end == self.scenario.iterations:
-            with torch_threads(EVALUATION_THREADS):  # (between iterations: in no iteration's duration)
+            self.clock.pause()  # (between iterations, and on no clock: as in gcbench/real/variant.py)
+            with torch_threads(EVALUATION_THREADS):
                 accuracy = evaluate_master(self.model, self.data, self.scenario.training.batch_size)
+            self.clock.resume()
         self.rec.accuracy[end - 1] = accuracy
         self.next_iteration = end
         if on_iteration:
