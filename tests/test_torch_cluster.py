@@ -329,21 +329,22 @@ def test_every_exact_scheme_trains_on_torch_as_one_process_does_on_the_whole_min
 LATE = """\
 name: late
 workers: 4
-iterations: 6
+iterations: 8
 stale_work: finish
-compute: {per_partition: {distribution: deterministic, value: 0.02}}
-straggling: {model: fixed, workers: [0], delay: 0.5}
+compute: {per_partition: {distribution: deterministic, value: 0.1}}
+straggling: {model: fixed, workers: [0], delay: 0.3}
 variants:
   - {scheme: fr, s: 1}
-training: {dataset: synthetic, batch_size: 48, eval_every: 6, device: cpu}
+training: {dataset: synthetic, batch_size: 48, eval_every: 8, device: cpu}
 """
 
 
 @pytest.mark.slow
 def test_messages_of_an_earlier_iteration_arrive_late_and_are_never_used(tmp_path):
-    """Issue 11: worker 0 straggles 0.5 s in every iteration and works through every job (``stale_work:
-    finish``), so its replies of iteration t reach the master while a later iteration collects. None is used:
-    each update is its group partner's alone, so the run trains as one process does on the whole mini-batch."""
+    """Issue 11: worker 0 straggles 0.3 s in every iteration and works through every job (``stale_work:
+    finish``), so it falls further behind each iteration (its jobs take 0.5 s, its partner's 0.2 s) and its
+    replies of iteration t reach the master while later iterations collect. None is used: each update is its
+    group partner's alone, so the run trains as one process does on the whole mini-batch."""
     from typer.testing import CliRunner
 
     from gcbench.cli import app
@@ -356,10 +357,10 @@ def test_messages_of_an_earlier_iteration_arrive_late_and_are_never_used(tmp_pat
         assert result.exit_code == 0, result.output
     iterations, workers, _ = read_results(tmp_path / "torch")
     late = workers[workers["worker"] == 0].merge(iterations[["iteration", "end"]], on="iteration")
-    assert np.isfinite(late["arrival"]).all() and not late["used"].any()
-    assert (late["arrival"] > late["end"]).all()
-    ends = iterations["end"].to_numpy()
-    during_a_later_iteration = [bool(((ends > a) & (ends - iterations["duration"] < a)).any()) for a in late["arrival"]]
+    arrived = late[np.isfinite(late["arrival"])]  # (the last ones may come after the run's drain)
+    assert not late["used"].any() and (arrived["arrival"] > arrived["end"]).all()
+    starts, ends = iterations["start"].to_numpy(), iterations["end"].to_numpy()
+    during_a_later_iteration = [bool(((starts < a) & (a < ends)).any()) for a in arrived["arrival"]]
     assert sum(during_a_later_iteration) >= 1, (late[["iteration", "arrival", "end"]], iterations)
     assert iterations["exact"].all() and workers[workers["worker"] == 1]["used"].all()
     expected = read_results(tmp_path / "local")[0]["loss"].to_numpy()
