@@ -134,9 +134,10 @@ def check_master_decodes_from_first_messages(name: str) -> None:
         rec = RunRecorder(scenario.iterations, WORKERS)
         crash = np.zeros((scenario.iterations, WORKERS), dtype=bool)
         SynchronousMaster(cluster, scheme, scenario.variants[0], crash, "abandon", rec).run()
-        # (a wall clock on a loaded machine runs late, never early: between the first messages and whole jobs)
+        # (a wall clock on a loaded machine runs late, never early: from the first messages' time up to, not
+        # including, the whole jobs', which a master waiting for whole jobs could not come in under)
         first, whole = (1 + LATENCY) * unit, (2 + LATENCY) * unit
-        assert all(first - tol <= d < whole - tol for d in rec.duration), f"durations {rec.duration}, not {first}"
+        assert all(first - tol <= d < whole for d in rec.duration), f"durations {rec.duration}, not {first}"
         assert rec.iteration_columns()["messages_used"].tolist() == [WORKERS] * scenario.iterations
 
 
