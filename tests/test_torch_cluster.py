@@ -56,7 +56,7 @@ def test_a_reply_from_a_replaced_session_or_for_a_job_nobody_sent_is_dropped():
     """Issue 11: a late message is never taken for a current one. Session 1 replaced session 0 of worker 0."""
     cluster = unstarted(conformance_scenario(UNIT))
     sent = []
-    send = lambda message, wait=True: sent.append(message)  # noqa: E731
+    send = lambda message, wait=True, attachment=None: sent.append(message)  # noqa: E731
     cluster.sessions = [SimpleNamespace(session=1, send=send) for _ in range(cluster.n)]
     job = cluster.submit(0, 7, 0, False)
     assert sent and sent[0]["job"] == 7

@@ -26,6 +26,8 @@ SHARED_COLOUR = {
     "expander": "cce_cr",
     "sgc": "cce_fr",
     "heterogeneous": "is_gc",
+    "partial_cr": "frc",
+    "chunked_cr": "bgc",
 }
 POLICY_STYLES = {
     "wait_all": "-",
