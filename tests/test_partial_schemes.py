@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from gcbench.coding import make_scheme
+from gcbench.results.schema import MESSAGE_COLUMNS
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.schema import Scenario
 from gcbench.sim.cluster import SimPyCluster
@@ -82,6 +83,22 @@ training: {dataset: synthetic, batch_size: 48, eval_every: 3, device: cpu}
 """
 
 
+def test_a_messages_log_survives_a_checkpoint_and_a_damaged_one_is_refused():
+    """A real run keeps its messages table's rows in its checkpoints (key ``messages``)."""
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
+    from gcbench.real.checkpoint import _structure_problem
+    from gcbench.results.messages import MessageLog
+
+    log = MessageLog()
+    log.add(0, 1, 0, 2, 0.5, 0.75, True)
+    log.add(1, 1, 1, 3, 1.5, 1.75, False)
+    back = MessageLog.restored(log.row_dicts(1))
+    assert back.rows == log.rows[:1] and back.used_ids(0) == [2]
+    state = {"model": {}, "optimizer": {}, "torch_rng": None, "next_iteration": 0, "rows": [], "workers": []}
+    assert "message rows" in _structure_problem({**state, "messages": log.row_dicts(2)}, 3, 4)
+    assert "message rows" in _structure_problem({**state, "messages": [{"iteration": 0}]}, 3, 4)
+
+
 def trains_as_local(tmp_path, backend: str) -> None:
     from typer.testing import CliRunner
 
@@ -96,6 +113,12 @@ def trains_as_local(tmp_path, backend: str) -> None:
     iterations = read_results(tmp_path / backend)[0]
     expected = read_results(tmp_path / "local")[0]["loss"].to_numpy()
     assert iterations["variant"].nunique() == 2 and iterations["exact"].all()
+    # the real run's messages table: each message as the master took it, counted in messages_used
+    messages = pd.read_parquet(tmp_path / backend / "messages.parquet")
+    assert list(messages.columns) == list(MESSAGE_COLUMNS) and not (tmp_path / "local" / "messages.parquet").exists()
+    used = messages[messages["used"]].groupby(["variant", "iteration"]).size()
+    assert used.to_dict() == iterations.set_index(["variant", "iteration"])["messages_used"].to_dict()
+    assert (messages["ready"] <= messages["arrival"]).all()
     for label, frame in iterations.groupby("variant"):
         trained = frame.sort_values("iteration")["loss"].to_numpy()
         np.testing.assert_allclose(trained, expected, rtol=1e-4, err_msg=label)

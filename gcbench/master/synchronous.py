@@ -55,7 +55,9 @@ class SynchronousMaster:
         self.received: list[Result] = []  # the current iteration's used results, in arrival order
         self.pending: list[list[tuple[int, bool]]] = [[] for _ in range(scheme.n)]  # per worker: (iteration, crash)
         self.held: set[int] = set()  # workers with pending jobs
-        self.log = rec.messages = MessageLog() if sends_several(scheme) else None
+        if sends_several(scheme) and rec.messages is None:  # (a resumed real run's holds its checkpoint's rows)
+            rec.messages = MessageLog()
+        self.log = rec.messages
         for column in (rec.compute_start, rec.compute_end, rec.arrival):
             column[:] = np.nan  # a job that never started has no times
 

@@ -32,8 +32,17 @@ WORKER_TYPES = {
 
 
 def save_checkpoint(
-    path: Path, model, optimizer, next_iteration: int, rows: list[dict], workers: list[dict], rng: torch.Tensor
+    path: Path,
+    model,
+    optimizer,
+    next_iteration: int,
+    rows: list[dict],
+    workers: list[dict],
+    rng: torch.Tensor,
+    messages: list[dict] | None = None,
 ) -> None:
+    """``messages``: the messages table's rows so far, for a scheme whose workers send several (the key is
+    left out otherwise, so other runs' checkpoints are as they were)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {
         "model": model.state_dict(),
@@ -43,6 +52,8 @@ def save_checkpoint(
         "rows": [_plain(r) for r in rows],
         "workers": [_plain(r) for r in workers],
     }
+    if messages is not None:
+        state["messages"] = [_plain(r) for r in messages]
     partial = path.with_suffix(".tmp")
     torch.save(state, partial)
     os.replace(partial, path)
@@ -92,9 +103,18 @@ def _structure_problem(state: Any, iterations: int, workers: int) -> str | None:
         return f"its worker rows must be {workers} per iteration"
     if any(_row_iteration(r, WORKER_TYPES) is None for r in worker_rows):
         return "its worker rows must each have the workers table's columns"
+    messages = state.get("messages", [])
+    if not isinstance(messages, list) or any(_row_iteration(r, MESSAGE_TYPES) not in range(done) for r in messages):
+        return "its message rows must each have the messages table's columns and an iteration it has done"
     if not isinstance(state["torch_rng"], torch.Tensor) or state["torch_rng"].dtype != torch.uint8:
         return "torch_rng must be torch's random state (a uint8 tensor)"
     return None
+
+
+MESSAGE_TYPES = {
+    "iteration": INT, "worker": INT, "message": INT, "message_id": INT, "ready": FLOAT, "arrival": FLOAT,
+    "used": (bool,),
+}  # fmt: skip
 
 
 def _row_iteration(row: Any, types: dict[str, tuple]) -> int | None:

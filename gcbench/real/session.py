@@ -24,7 +24,7 @@ import pandas as pd
 from gcbench.real.runner import block_end, run_local
 from gcbench.real.variant import OnIteration, VariantRun, VariantStopped
 from gcbench.results.metadata import utc_now
-from gcbench.results.store import write_metadata, write_tables
+from gcbench.results.store import write_messages, write_metadata, write_tables
 from gcbench.scenario.schema import Scenario
 
 
@@ -142,11 +142,18 @@ class Session:
             pd.concat(workers, ignore_index=True) if workers else None,
         )
 
+    def messages_table(self) -> pd.DataFrame | None:
+        """Every run's messages table (None: no run's workers send several messages)."""
+        frames = [run.messages_frame() for run in self.runs if hasattr(run, "messages_frame")]
+        frames = [frame for frame in frames if frame is not None]
+        return pd.concat(frames, ignore_index=True) if frames else None
+
     def flush(self, status: str) -> None:
         """Write the tables so far and run.json with this status (and this part's wall time)."""
         iterations, workers = self.tables()
         if iterations is not None:
             write_tables(self.out, iterations, workers)
+            write_messages(self.out, self.messages_table())
         self.meta["status"] = status
         self.meta["iterations_planned"] = self.scenario.iterations * len(self.runs)
         self.meta["updated"] = utc_now()

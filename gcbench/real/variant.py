@@ -22,6 +22,7 @@ from gcbench.errors import GcbenchError
 from gcbench.master import AsynchronousMaster, SynchronousMaster, decoding_quality
 from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
 from gcbench.real.clock import WallClock
+from gcbench.results.messages import MessageLog
 from gcbench.results.recorder import RunRecorder
 from gcbench.results.rows import identity, restore, row_dicts, table_columns
 from gcbench.scenario.build import scheme_for
@@ -76,6 +77,8 @@ class VariantRun:
         self.rec.straggling[:], self.rec.injected[:] = self.draws.straggling, self.draws.injected
         if self.state:
             restore(self.rec, self.state["rows"], self.state["workers"])
+            if "messages" in self.state:
+                self.rec.messages = MessageLog.restored(self.state["messages"])
         self.resumed_at = self.next_iteration = self.state["next_iteration"] if self.state else 0
         self.checkpointed = self.resumed_at  # the iteration the newest checkpoint continues from
         self.stopped: str | None = None
@@ -112,8 +115,9 @@ class VariantRun:
         self.rng = torch.get_rng_state()
         if self.checkpoint:
             rows, workers = row_dicts(self.rec, self.loads, self.next_iteration)
+            messages = None if self.rec.messages is None else self.rec.messages.row_dicts(self.next_iteration)
             save_checkpoint(self.checkpoint, self.learner.model, self.learner.optimizer, self.next_iteration, rows,
-                            workers, self.rng)  # fmt: skip
+                            workers, self.rng, messages)  # fmt: skip
             self.checkpointed = self.next_iteration
         if self.finished:
             self.close()
@@ -163,6 +167,15 @@ class VariantRun:
         keys = identity(self.label, v.scheme, v.s, self.scheme.m, v.policy.name, self.seed)
         iterations, workers = table_columns(self.rec, keys, self.loads, self.next_iteration, trained=True)
         return pd.DataFrame(iterations), pd.DataFrame(workers)
+
+    def messages_frame(self) -> pd.DataFrame | None:
+        """The messages table of what this run has done so far (None: its workers send one message each)."""
+        if self.rec.messages is None:
+            return None
+        keys = {"variant": self.label, "point": 0, "seed": self.seed}
+        columns = self.rec.messages.columns(self.next_iteration)
+        count = len(columns["iteration"])
+        return pd.DataFrame({**{k: np.repeat(v, count) for k, v in keys.items()}, **columns})
 
     def close(self, interrupted: bool = False) -> None:
         if self.cluster is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 FLOAT_COLUMNS = ("ready", "arrival")
+LOG_COLUMNS = ("iteration", "worker", "message", "message_id", "ready", "arrival", "used")
 
 
 class MessageLog:
@@ -37,13 +38,26 @@ class MessageLog:
             counts[t] = len(ids)
         return counts
 
-    def columns(self) -> dict[str, np.ndarray]:
-        """The table's columns (without the identity), sorted by iteration, worker and message index."""
-        names = ("iteration", "worker", "message", "message_id", "ready", "arrival", "used")
-        rows = sorted(self.rows, key=lambda row: row[:3])
+    def columns(self, done: int | None = None) -> dict[str, np.ndarray]:
+        """The table's columns (without the identity), sorted by iteration, worker and message index; only
+        iterations 0..done-1 with ``done``."""
+        names = LOG_COLUMNS
+        rows = sorted((row for row in self.rows if done is None or row[0] < done), key=lambda row: row[:3])
         values = list(zip(*rows, strict=True)) if rows else [()] * len(names)
         kinds = (np.int64, np.int64, np.int64, np.int64, float, float, bool)
         return {name: np.array(column, dtype=kind) for name, column, kind in zip(names, values, kinds, strict=True)}
+
+    def row_dicts(self, done: int) -> list[dict]:
+        """Iterations 0..done-1 as plain row dicts (a real run's checkpoint keeps them)."""
+        return [dict(zip(LOG_COLUMNS, row, strict=True)) for row in self.rows if row[0] < done]
+
+    @classmethod
+    def restored(cls, rows: list[dict]) -> MessageLog:
+        """The log of a checkpoint's rows (what ``row_dicts`` took out)."""
+        log = cls()
+        for row in rows:
+            log.add(*(row[name] for name in LOG_COLUMNS))
+        return log
 
 
 def used_message_ids(rec, scheme, t: int) -> np.ndarray:

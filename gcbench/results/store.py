@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from gcbench.errors import GcbenchError
-from gcbench.results.schema import ITERATION_COLUMNS, WORKER_COLUMNS
+from gcbench.results.schema import ITERATION_COLUMNS, MESSAGE_COLUMNS, WORKER_COLUMNS
 
 
 def write_results(
@@ -32,6 +32,15 @@ def write_tables(directory: Path, iterations: pd.DataFrame, workers: pd.DataFram
         _replace(directory / "workers.parquet", lambda path: workers.to_parquet(path, index=False))
     else:  # never leave an earlier run's workers table beside this run's iterations
         (directory / "workers.parquet").unlink(missing_ok=True)
+
+
+def write_messages(directory: Path, messages: pd.DataFrame | None) -> None:
+    """messages.parquet, replaced whole; none (and no earlier run's) when no variant sends several messages."""
+    if messages is None:
+        (directory / "messages.parquet").unlink(missing_ok=True)
+        return
+    _require(messages, MESSAGE_COLUMNS, "messages")
+    _replace(directory / "messages.parquet", lambda path: messages.to_parquet(path, index=False))
 
 
 def write_metadata(directory: Path, metadata: dict[str, Any]) -> None:
