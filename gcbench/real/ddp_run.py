@@ -53,7 +53,7 @@ class RankLauncher:
     def spawn(self, rank: int, session: int, scope: str = ""):
         arguments = [str(value) for value in (rank, self.world, self.port, self.timeout)]
         if self.zygote is not None:
-            return self.zygote.spawn("rank", arguments)
+            return self.zygote.spawn("rank", arguments, self.timeout)
         return start_worker([sys.executable, "-m", "gcbench.real.ddp_rank", *arguments])
 
     def close(self) -> None:

@@ -50,7 +50,7 @@ class LocalLauncher:
     def spawn(self, worker: int, session: int, scope: str = ""):
         if self.zygote is not None:
             arguments = worker_arguments(worker, session, self.port, self.timeout, self.host, scope)
-            return self.zygote.spawn("worker", arguments)
+            return self.zygote.spawn("worker", arguments, self.timeout)
         if self.spare is None or self.spare[0].poll() is not None:
             return self._start(worker, session, scope)
         process, number = self.spare

@@ -28,8 +28,6 @@ import time
 POLL = 0.02  # seconds between the zygote's looks at its requests and its children's exits
 END_WAIT = 2.0  # seconds the children get to exit after SIGTERM, when the zygote ends
 
-START_WAIT = 300.0  # seconds the first spawn may wait for the zygote's torch import (a loaded machine)
-
 
 def usable() -> bool:
     """Whether worker sessions start as forks of a zygote here: on Linux, unless ``GCBENCH_TORCH_ZYGOTE=0``
@@ -55,9 +53,9 @@ class Zygote:
         self.gone = threading.Event()  # the zygote's replies have ended
         threading.Thread(target=self._read, args=(os.fdopen(read),), daemon=True).start()
 
-    def spawn(self, kind: str, arguments: list[str]) -> ForkedProcess:
+    def spawn(self, kind: str, arguments: list[str], timeout: float) -> ForkedProcess:
         """Fork a process of this ``kind`` (a key of ``ENTRIES``) with these arguments (its module's command
-        line); wait for its pid."""
+        line); wait for its pid, at most ``timeout`` seconds (the first waits for the zygote's torch import)."""
         ticket, process = next(self.tickets), ForkedProcess()
         with self.lock:
             if self.gone.is_set():
@@ -65,8 +63,8 @@ class Zygote:
             self.unstarted[ticket] = process
         self.process.stdin.write(f"spawn {ticket} {kind} {' '.join(arguments)}\n".encode())
         self.process.stdin.flush()
-        if not process.started.wait(START_WAIT) or process.pid is None:
-            raise RuntimeError("the torch zygote process did not start a worker")
+        if not process.started.wait(timeout) or process.pid is None:
+            raise RuntimeError(f"the torch zygote process did not start a worker within {timeout:g} s")
         return process
 
     def _read(self, replies) -> None:
