@@ -391,3 +391,29 @@ def test_evaluations_take_no_time_on_the_runs_clock(policy, monkeypatch):
     iterations, _ = run_variant(sc, sc.variants[0], DATA, 0, backend="torch")
     gaps = iterations["start"].to_numpy()[1:] - iterations["end"].to_numpy()[:-1]
     assert (iterations["accuracy"] == 0.5).all() and (gaps < EVALUATION).all(), gaps
+
+
+@pytest.mark.slow
+def test_a_killed_zygote_takes_its_workers_and_a_new_one_starts_their_replacements():
+    """The zygote killed from outside: each of its workers exits (it watches its parent), each exit is a
+    Failure, and the replacements are forks of a new zygote; the cluster then computes as before."""
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setenv("GCBENCH_TORCH_ZYGOTE", "1")
+    before = child_processes()
+    cluster = unstarted(conformance_scenario(UNIT))
+    cluster.start()
+    try:
+        zygote = cluster.launcher.zygote.pid
+        os.kill(zygote, signal.SIGKILL)
+        events = events_until(cluster, cluster.now + 60, stop=lambda events: len(events) == 2 * cluster.n)
+        failures = sorted(e.worker for e in events if type(e) is Failure)
+        restarts = sorted(e.worker for e in events if type(e) is Restart)
+        assert failures == restarts == list(range(cluster.n)), events
+        assert cluster.launcher.zygote.pid != zygote
+        job = cluster.submit(0, 0, 0, False)
+        (result,) = events_until(cluster, cluster.now + 10, stop=lambda events: len(events) == 1)
+        assert type(result) is Result and result.job is job
+    finally:
+        cluster.shutdown()
+        monkeypatch.undo()
+    assert cluster.leftovers() == [] and child_processes() == before

@@ -7,6 +7,8 @@ starts it without importing torch.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from gcbench.errors import GcbenchError
 
@@ -44,7 +46,8 @@ def start_ray(address: str | None) -> None:
         if address:
             ray.init(address=address, log_to_driver=False)
         else:
-            ray.init(include_dashboard=False, log_to_driver=False, **local_ray_options())
+            with sessions_of_their_own():
+                ray.init(include_dashboard=False, log_to_driver=False, **local_ray_options())
     except (ConnectionError, RuntimeError, ValueError) as error:
         hint = (
             "; check the address, and that ~/.ray/auth_token holds the cluster's token (ray get-auth-token)"
@@ -52,6 +55,37 @@ def start_ray(address: str | None) -> None:
             else ""
         )
         raise GcbenchError(f"cannot start or reach Ray{f' at {address}' if address else ''}: {error}{hint}.") from None
+
+
+@contextmanager
+def sessions_of_their_own() -> Iterator[None]:
+    """The processes a local Ray instance starts (its GCS, raylet, monitors; the raylet's workers follow
+    the raylet) get sessions, so process groups, of their own, not the driver's.
+
+    A scheduler's SIGTERM to the driver's process group (SLURM's, or ``kill -TERM -PGID``) otherwise reaches
+    the raylet too: it stopped at once, and Ray's core worker ended the driver with status 1 before gcbench's
+    handler (which runs between the driver's 50 ms waits) could stop the run and say how to resume
+    (tests/test_real_resume.py, 3 runs in about 10 on a loaded machine). Now only the driver gets the signal,
+    and it stops Ray itself. Ray still ends them if the driver dies (its fate sharing, PR_SET_PDEATHSIG,
+    does not depend on the group). Done by giving Ray's ``ConsolePopen`` ``start_new_session`` while
+    ``ray.init`` runs; where that class is missing (another Ray version) Ray starts them as it always did."""
+    import ray._private.services as services
+
+    original = getattr(services, "ConsolePopen", None)
+    if original is None or os.name != "posix":
+        yield
+        return
+
+    class SessionPopen(original):
+        def __init__(self, *args, **kwargs) -> None:
+            kwargs.setdefault("start_new_session", True)
+            super().__init__(*args, **kwargs)
+
+    services.ConsolePopen = SessionPopen
+    try:
+        yield
+    finally:
+        services.ConsolePopen = original
 
 
 def local_ray_options() -> dict:

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from gcbench.real import torch_channel
+from gcbench.real import torch_channel, torch_zygote
 from gcbench.real.processes import alive
 from gcbench.real.torch_worker import SPARE
 
@@ -40,8 +40,6 @@ class LocalLauncher:
     host = torch_channel.HOST
 
     def __init__(self, rendezvous, timeout: float) -> None:
-        from gcbench.real import torch_zygote
-
         self.rendezvous, self.port, self.timeout = rendezvous, rendezvous.port, timeout
         self.spares = itertools.count()
         self.spare: tuple[subprocess.Popen, int] | None = None
@@ -49,6 +47,8 @@ class LocalLauncher:
 
     def spawn(self, worker: int, session: int, scope: str = ""):
         if self.zygote is not None:
+            if self.zygote.gone.is_set():  # killed from outside, its workers with it: a new one forks the next
+                self.zygote = torch_zygote.Zygote(worker_environment())
             arguments = worker_arguments(worker, session, self.port, self.timeout, self.host, scope)
             return self.zygote.spawn("worker", arguments, self.timeout)
         if self.spare is None or self.spare[0].poll() is not None:
