@@ -417,3 +417,20 @@ def test_a_killed_zygote_takes_its_workers_and_a_new_one_starts_their_replacemen
         cluster.shutdown()
         monkeypatch.undo()
     assert cluster.leftovers() == [] and child_processes() == before
+
+
+def test_a_spawn_racing_the_zygote_s_exit_says_so_in_one_sentence():
+    """The zygote gone between spawn's check and its request (the pipe broken): the same sentence as a spawn
+    after the reader saw it go, not a BrokenPipeError."""
+    from gcbench.real.torch_zygote import Zygote
+
+    zygote = Zygote(dict(os.environ))
+    zygote.process.kill()
+    zygote.process.wait()
+    assert zygote.gone.wait(10)
+    with pytest.raises(RuntimeError, match="^the torch zygote process has exited, so no worker can start$"):
+        zygote.spawn("worker", [], timeout=5)
+    zygote.gone.clear()  # as if spawn's check ran just before the reader saw the zygote go
+    with pytest.raises(RuntimeError, match="^the torch zygote process has exited, so no worker can start$"):
+        zygote.spawn("worker", [], timeout=5)
+    zygote.close()

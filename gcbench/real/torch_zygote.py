@@ -53,18 +53,25 @@ class Zygote:
         self.gone = threading.Event()  # the zygote's replies have ended
         threading.Thread(target=self._read, args=(os.fdopen(read),), daemon=True).start()
 
+    GONE = "the torch zygote process has exited, so no worker can start"
+
     def spawn(self, kind: str, arguments: list[str], timeout: float) -> ForkedProcess:
         """Fork a process of this ``kind`` (a key of ``ENTRIES``) with these arguments (its module's command
         line); wait for its pid, at most ``timeout`` seconds (the first waits for the zygote's torch import)."""
         ticket, process = next(self.tickets), ForkedProcess()
         with self.lock:
             if self.gone.is_set():
-                raise RuntimeError("the torch zygote process has exited, so no worker can start")
+                raise RuntimeError(self.GONE)
             self.unstarted[ticket] = process
-        self.process.stdin.write(f"spawn {ticket} {kind} {' '.join(arguments)}\n".encode())
-        self.process.stdin.flush()
-        if not process.started.wait(timeout) or process.pid is None:
+        try:
+            self.process.stdin.write(f"spawn {ticket} {kind} {' '.join(arguments)}\n".encode())
+            self.process.stdin.flush()
+        except (BrokenPipeError, ValueError) as error:  # it exited after the check (ValueError: pipe closed)
+            raise RuntimeError(self.GONE) from error
+        if not process.started.wait(timeout):
             raise RuntimeError(f"the torch zygote process did not start a worker within {timeout:g} s")
+        if process.pid is None:
+            raise RuntimeError(self.GONE)
         return process
 
     def _read(self, replies) -> None:
