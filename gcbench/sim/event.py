@@ -27,7 +27,7 @@ from gcbench.scenario.draw_rows import DrawnRows
 from gcbench.scenario.draws import RunDraws, draw_run
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.sim.cluster import SimPyCluster
-from gcbench.sim.heap import young_jobs_collected_young
+from gcbench.sim.gc_thresholds import young_jobs_collected_young
 
 EngineName = Literal["event", "vectorised"]
 QUALITY_ELEMENTS = 1 << 20  # worker cells per call of decoding_quality (it reads their rows dense)

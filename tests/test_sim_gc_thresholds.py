@@ -1,4 +1,4 @@
-"""The event engine collects young garbage less often during a run (gcbench/sim/heap.py), and restores the
+"""The event engine collects young garbage less often during a run (gcbench.sim.gc_thresholds.py), and restores the
 collector's thresholds after it, whether it finished or failed."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from gcbench.master import SimulationStuck
 from gcbench.scenario.build import scheme_for
 from gcbench.sim.cluster import SimPyCluster
 from gcbench.sim.event import simulate_event
-from gcbench.sim.heap import YOUNG_THRESHOLD, young_jobs_collected_young
+from gcbench.sim.gc_thresholds import YOUNG_THRESHOLD, young_jobs_collected_young
 
 from simhelpers import scenario
 
