@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import copy
+import importlib.util
+import typing
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +16,7 @@ from hypothesis import strategies as st
 from gcbench.coding import available_schemes, scheme_class
 from gcbench.policies import POLICIES
 from gcbench.scenario.loading import ScenarioError, SweepPoint, load_scenario, validate
+from gcbench.scenario.schema import Training
 from gcbench.sim.runner import simulate_points
 from gcbench.testing import valid_parameter_sets
 
@@ -239,3 +243,26 @@ def test_messages_end_with_one_full_stop(tmp_path):
     with pytest.raises(ScenarioError) as caught:
         load_scenario(path)
     assert str(caught.value).endswith("does not divide n=12.") and ".." not in str(caught.value)
+
+
+def registered_model_names(source: str) -> list[str]:
+    """The keys of the ``MODELS = {...}`` literal in gcbench/training/models.py's source (importing it needs torch)."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["MODELS"]:
+            assert isinstance(node.value, ast.Dict), "MODELS must stay a dict literal, so its names read without torch"
+            return [ast.literal_eval(key) for key in node.value.keys]
+    raise AssertionError("gcbench/training/models.py no longer assigns MODELS")
+
+
+def test_the_schemas_training_models_are_exactly_the_registrys_without_torch():
+    """The schema may not import the training layer (torch); tests/test_training.py holds the two equal but
+    skips without the [real] extra, so this reads the registry from its source and runs everywhere."""
+    origin = importlib.util.find_spec("gcbench.training.models").origin  # the package root imports nothing
+    names = registered_model_names(Path(origin).read_text())
+    assert names == list(typing.get_args(Training.model_fields["model"].annotation))
+
+
+def test_the_model_registry_reader_reads_the_names_and_refuses_a_registry_it_cannot_read():
+    assert registered_model_names('X = 1\nMODELS = {"small_cnn": small_cnn, "vit": vit}\n') == ["small_cnn", "vit"]
+    with pytest.raises(AssertionError, match="dict literal"):
+        registered_model_names("MODELS = dict(small_cnn=small_cnn)\n")
