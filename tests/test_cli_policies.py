@@ -38,14 +38,21 @@ def test_parameters_show_their_types_bounds_and_defaults():
     fastest_k = row(output, "fastest_k")
     assert "k: int >= 1 (required)" in fastest_k and "fallback: wait | approximate (default wait)" in fastest_k
     assert "deadline: float > 0 (required)" in row(output, "deadline")
-    assert "distinct: bool (default false)" in row(output, "k_batch_async")
     assert row(output, "decodable").split()[1:2] == ["yes"]
+
+
+@pytest.mark.parametrize("name", ["k_async", "k_batch_async", "async"])
+def test_the_asynchronous_policies_internal_switch_is_not_listed_as_a_parameter(name):
+    """``distinct`` is each class's mode (k_async: distinct workers; k_batch_async: any), not a user's choice."""
+    listed = row(table(), name)
+    assert "distinct:" not in listed
+    assert ("k: int >= 1 (required)" in listed) == (name != "async")
 
 
 def test_a_newly_registered_policy_is_listed_without_touching_the_cli(monkeypatch):
     from typing import ClassVar, Literal
 
-    from gcbench.models._config import Config
+    from gcbench.models._config import Config, internal
 
     scratch = Registry("policy", "name")
     for cls in POLICIES.classes():
@@ -56,8 +63,11 @@ def test_a_newly_registered_policy_is_listed_without_touching_the_cli(monkeypatc
 
         name: Literal["every_other"] = "every_other"
         offset: int = 0
+        every: int = internal(2)  # the class's own rule: not a parameter to list
         synchronous: ClassVar[bool] = True
 
     scratch.register(EveryOther)
     monkeypatch.setattr("gcbench.cli_policies.POLICIES", scratch)
-    assert "offset: int (default 0) Stop at every other message (a test double)." in row(table(), "every_other")
+    listed = row(table(), "every_other")
+    assert "offset: int (default 0) Stop at every other message (a test double)." in listed
+    assert "every:" not in listed

@@ -9,12 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from calendar_reference import simulate_calendar
-from hypothesis import example, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from gcbench.cluster import Failure, Restart, Result, available_clusters
+from gcbench.coding import SchemeParameterError, available_schemes, make_scheme
 from gcbench.errors import GcbenchError
+from gcbench.results.messages import sends_several
 from gcbench.scenario import load_scenario
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.draws import draw_run
@@ -23,6 +25,7 @@ from gcbench.scenario.schema import Scenario
 from gcbench.sim.cluster import SimPyCluster
 from gcbench.sim.event import engine_for, simulate_event
 from gcbench.sim.runner import Task, run_task
+from gcbench.testing import valid_parameter_sets
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
@@ -68,9 +71,24 @@ POLICIES = st.one_of(
     st.integers(1, 8).map(lambda k: {"name": "fastest_k", "k": k}),
     st.sampled_from([0.33, 0.95, 1.7, 4.1]).map(lambda d: {"name": "deadline", "deadline": d}),
 ).flatmap(lambda p: st.sampled_from(["wait", "approximate"]).map(lambda f: {**p, "fallback": f}))
-SCHEMES = st.sampled_from(
-    [("uncoded", 0), ("fr", 1), ("cr", 1), ("cr", 2), ("cyclic_mds", 1), ("ignore_stragglers", 2), ("cce_cr", 1)]
-)
+
+
+@st.composite
+def one_message_schemes(draw, n: int) -> dict:
+    """Any registered scheme, with an (s, parameters) of its own test parameter sets for n workers, whose workers
+    send one message each: the vectorised engine sends a worker's messages together, so it refuses the others."""
+    name = draw(st.sampled_from(available_schemes()))
+    admitted = valid_parameter_sets(name, n)
+    assume(admitted)
+    s, params = draw(st.sampled_from(admitted))
+    try:
+        scheme = make_scheme(name, n=n, s=s, **params)
+    except SchemeParameterError:  # refused as numerically unusable
+        assume(False)
+    assume(not sends_several(scheme))
+    return {"scheme": name, "s": s, **params}
+
+
 STRAGGLING = st.sampled_from(
     [
         {"model": "none"},
@@ -112,11 +130,12 @@ COMPUTE = st.sampled_from(
 
 @st.composite
 def synchronous_points(draw) -> SweepPoint:
-    scheme, s = draw(SCHEMES)
+    workers = draw(st.sampled_from([4, 6, 8]))
+    scheme = draw(one_message_schemes(workers))
     compute = draw(COMPUTE)
     data = {
         "name": "engines",
-        "workers": draw(st.sampled_from([4, 6, 8])),
+        "workers": workers,
         "iterations": draw(st.integers(3, 25)),
         "compute": compute,
         "straggling": draw(STRAGGLING),
@@ -124,7 +143,7 @@ def synchronous_points(draw) -> SweepPoint:
         "network": draw(NETWORK),
         "stale_work": draw(st.sampled_from(["abandon", "finish"])),
         "gradient": {"length": 1_000_000},
-        "variants": [{"scheme": scheme, "s": s, "policy": draw(POLICIES)}],
+        "variants": [{**scheme, "policy": draw(POLICIES)}],
     }
     if compute["per_partition"]["distribution"] == "deterministic" and "overhead" not in compute:
         # Equal times everywhere make events of different iterations coincide in exact arithmetic (a restart
@@ -171,6 +190,39 @@ def _point(**fields) -> SweepPoint:
 )
 def test_event_engine_gives_the_vectorised_tables(point, seed):
     assert_engines_agree(point, 0, seed)
+
+
+def one_message_instance(name: str, n: int) -> dict | None:
+    """The scheme's middle test parameter set for n workers that builds and sends one message per worker."""
+    admitted = valid_parameter_sets(name, n)
+    for s, params in admitted[len(admitted) // 2 :] + admitted[: len(admitted) // 2]:
+        try:
+            if not sends_several(make_scheme(name, n=n, s=s, **params)):
+                return {"scheme": name, "s": s, **params}
+        except SchemeParameterError:
+            continue
+    return None
+
+
+ONE_MESSAGE = {name: one_message_instance(name, 6) for name in available_schemes()}
+
+
+@pytest.mark.parametrize("name", [name for name, variant in ONE_MESSAGE.items() if variant])
+@pytest.mark.parametrize(
+    "policy",
+    ["decodable", {"name": "deadline", "deadline": 0.95, "fallback": "approximate"}],
+    ids=["decodable", "deadline"],
+)
+def test_every_one_message_scheme_gives_the_vectorised_tables_on_the_event_engine(name, policy):
+    """Hypothesis samples some schemes of the registry in its examples; this runs each one of them once."""
+    point = _point(
+        variants=[{**ONE_MESSAGE[name], "policy": policy}],
+        straggling={"model": "independent", "probability": 0.2, "slowdown": 4.0},
+        failures={"model": "crash", "probability": 0.1, "downtime": 0.8},
+        network={"latency": 0.05},
+        iterations=20,
+    )
+    assert_engines_agree(point, 0)
 
 
 ASYNC_POLICIES = [{"name": "k_async", "k": 3}, {"name": "k_batch_async", "k": 4}, {"name": "async"}]

@@ -38,6 +38,12 @@ HEAVY = {"torch", "torchvision", "ray", "matplotlib", "seaborn"}
 HEAVY_AT_IMPORT = {"real", "training", "plot"}  # the modes that need them; elsewhere only inside functions
 
 
+# what only tests import: the test suite's own modules (helpers such as simhelpers) and its tools
+TEST_MODULES = {"tests", "conftest", "pytest", "_pytest", "hypothesis"} | {
+    p.stem for p in Path(__file__).parent.glob("*.py")
+}
+
+
 def layer_of(name: str) -> str | None:
     """The layer of a gcbench module name (gcbench.sim.runner -> sim, gcbench.cli_run -> cli), None outside."""
     parts = name.split(".")
@@ -83,6 +89,31 @@ def _run_nodes(tree: ast.AST, at_import: bool):
         yield from _run_nodes(child, inside)
 
 
+def cli_import_problems(path: Path) -> list[str]:
+    """What a cli* module may not import: a test module, anywhere; and at import time (every command's start, and
+    `gcbench --help`) a heavy library or a layer that imports one at its own import (real, training, plot)."""
+    problems = []
+    for name, at_import in imports(path):
+        top = name.split(".")[0]
+        if top in TEST_MODULES:
+            problems.append(f"{name} (a test module)")
+        elif at_import and (top in HEAVY or layer_of(name) in HEAVY_AT_IMPORT):
+            problems.append(f"{name} (heavy, at import time: import it inside the command that needs it)")
+    return problems
+
+
+def test_the_cli_rule_catches_heavy_and_test_imports(tmp_path):
+    path = tmp_path / "cli_bad.py"
+    path.write_text(
+        "import torch\nfrom gcbench.plot.make import plot_runs\nfrom gcbench.sim.runner import engines\n"
+        "import simhelpers\n\n\ndef plot():\n    import matplotlib\n    from gcbench.real import ray_cluster\n"
+        "    from hypothesis import given\n"
+    )
+    assert [problem.split()[0] for problem in cli_import_problems(path)] == [
+        "torch", "gcbench.plot.make", "simhelpers", "hypothesis"
+    ]  # fmt: skip
+
+
 def test_every_package_and_module_has_a_rule():
     unruled = {layer for layer, _ in source_files()} - set(MAY_IMPORT) - {CLI}
     assert not unruled, f"no layer rule for {sorted(unruled)}: add it to MAY_IMPORT as DESIGN.md places it"
@@ -101,9 +132,11 @@ def test_layer_imports_only_what_it_may(layer):
     for found, path in source_files():
         if found != layer:
             continue
-        names = {layer_of(name) for name, _ in imports(path)} - {None, layer, "gcbench"}  # the root: its version
-        if layer == CLI:
+        if layer == CLI:  # it may call any layer; what it may not import is cli_import_problems' rule
+            problems = cli_import_problems(path)
+            assert not problems, f"{path.relative_to(PACKAGE.parent)} imports {problems}"
             continue
+        names = {layer_of(name) for name, _ in imports(path)} - {None, layer, "gcbench"}  # the root: its version
         bad = names - MAY_IMPORT[layer]
         assert not bad, f"{path.relative_to(PACKAGE.parent)} imports {sorted(bad)}; {layer} may import only " + (
             f"{sorted(MAY_IMPORT[layer])}" if MAY_IMPORT[layer] else "nothing of gcbench"
@@ -142,10 +175,8 @@ def test_coding_needs_only_numpy_and_scipy_outside_gcbench():
             assert outside <= stdlib, f"{path.name} imports {outside - stdlib}"
 
 
-def test_gcbench_simulate_starts_without_torch_ray_or_matplotlib():
-    probe = (
-        "import sys, gcbench.cli, gcbench.cli_simulate, gcbench.sim.runner; "
-        f"print(sorted(m for m in {sorted(HEAVY)!r} if m in sys.modules))"
-    )
+def test_gcbench_starts_without_torch_ray_or_matplotlib():
+    clis = ", ".join(f"gcbench.{p.stem}" for p in sorted(PACKAGE.glob("cli*.py")))  # every command's module
+    probe = f"import sys, {clis}, gcbench.sim.runner; print(sorted(m for m in {sorted(HEAVY)!r} if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert loaded.strip() == "[]", f"importing the simulate command loads {loaded.strip()}"
+    assert loaded.strip() == "[]", f"importing the commands' modules loads {loaded.strip()}"

@@ -1,31 +1,62 @@
-"""Styles stay distinguishable with every scheme in one figure (scenarios/scheme_family.yaml draws 13 variants)."""
+"""Styles stay distinguishable with every scheme in one figure (scenarios/scheme_family.yaml draws 13 variants),
+and a scheme the style module has never heard of (a newly registered one) still gets a stable look of its own."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
+import matplotlib.colors as mcolors
 import pandas as pd
+import pytest
 
 from gcbench.coding import available_schemes
 from gcbench.plot.style import SCHEMES, SHARED_COLOUR, scheme_colour, variant_styles
 
-
-def every_scheme_once() -> pd.DataFrame:
-    names = available_schemes()
-    return pd.DataFrame({"variant": [f"{n} variant" for n in names], "scheme": names, "policy": "decodable"})
+UNKNOWN = ("zz_new_code", "another_new_code", "x")  # names no registry or style list holds
+CURATED = (*SCHEMES, *SHARED_COLOUR)
 
 
-def test_every_registered_scheme_has_a_chosen_colour():
-    """Not a hashed one: a hash put frc, bgc, expander, sgc, bcc and heterogeneous on three colours."""
-    assert set(available_schemes()) <= set(SCHEMES) | set(SHARED_COLOUR)
+def one_variant_each(names) -> pd.DataFrame:
+    return pd.DataFrame({"variant": [f"{n} variant" for n in names], "scheme": list(names), "policy": "decodable"})
 
 
-def test_no_two_schemes_in_one_figure_look_alike():
-    styles = variant_styles(every_scheme_once())
+def test_an_uncurated_scheme_gets_a_valid_colour_no_curated_scheme_has():
+    """Not a hash into the curated palette: that put frc, bgc, expander, sgc, bcc and heterogeneous on three
+    colours, and a new scheme would wear an old one's."""
+    curated = {tuple(scheme_colour(name)) for name in CURATED}
+    for name in UNKNOWN:
+        colour = scheme_colour(name)
+        assert mcolors.is_color_like(colour) and all(0 <= c <= 1 for c in colour)
+        assert tuple(colour) not in curated, name
+
+
+def test_an_uncurated_schemes_colour_is_the_same_in_every_process():
+    """crc32 of the name, not Python's hash(), which a fresh process salts differently."""
+    probe = f"from gcbench.plot.style import scheme_colour; print([tuple(scheme_colour(n)) for n in {UNKNOWN!r}])"
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", probe],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert seen == {f"{[tuple(scheme_colour(n)) for n in UNKNOWN]}\n"}
+
+
+@pytest.mark.parametrize("extra", [(), UNKNOWN])
+def test_no_two_schemes_in_one_figure_look_alike(extra):
+    styles = variant_styles(one_variant_each([*available_schemes(), *extra]))
     looks = {(tuple(s["color"]), str(s["linestyle"]), s["marker"]) for s in styles.values()}
     assert len(looks) == len(styles)
 
 
-def test_a_colour_is_shared_by_at_most_two_schemes():
-    colours = pd.Series([tuple(scheme_colour(n)) for n in available_schemes()]).value_counts()
+def test_a_curated_colour_is_shared_by_at_most_two_schemes():
+    colours = pd.Series([tuple(scheme_colour(n)) for n in CURATED]).value_counts()
     assert colours.max() <= 2
 
 
@@ -56,3 +87,11 @@ def test_the_training_legend_shows_the_markers_that_tell_a_shared_colour_apart()
     fig = training_curves(trained({"FR": "fr", "pipelined FR": "pipelined_fr"}), None, "sim")
     handles = fig.legends[0].legend_handles
     assert [h.get_marker() for h in handles] == ["o", "s"]
+
+
+def test_a_figure_draws_an_uncurated_scheme_in_its_colour():
+    from gcbench.plot.figures import training_curves
+
+    fig = training_curves(trained({"FR": "fr", "new": UNKNOWN[0]}), None, "sim")
+    colours = {tuple(mcolors.to_rgb(line.get_color())) for ax in fig.axes for line in ax.get_lines()}
+    assert tuple(scheme_colour(UNKNOWN[0])) in colours and tuple(scheme_colour("fr")) in colours

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import copy
+import importlib.util
+import typing
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +13,10 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from gcbench.coding import available_schemes, scheme_class
+from gcbench.policies import POLICIES
 from gcbench.scenario.loading import ScenarioError, SweepPoint, load_scenario, validate
+from gcbench.scenario.schema import Training
 from gcbench.sim.runner import simulate_points
 from gcbench.testing import valid_parameter_sets
 
@@ -53,9 +59,14 @@ def policies(draw, n):
 
 @st.composite
 def variants(draw, n):
-    scheme = draw(st.sampled_from(["uncoded", "ignore_stragglers", "fr", "cr", "cyclic_mds", "cce_cr", "cce_fr"]))
-    s, params = draw(st.sampled_from(valid_parameter_sets(scheme, n)))
-    return {"scheme": scheme, "s": s, **params, "policy": draw(policies(n))}
+    scheme = draw(st.sampled_from(available_schemes()))
+    admitted = valid_parameter_sets(scheme, n)
+    assume(admitted)  # a scheme may admit no parameters for some n (expander: no 1-vertex graph)
+    s, params = draw(st.sampled_from(admitted))
+    policy = policies(n)
+    if scheme_class(scheme).pipelined:  # its cached partitions are refreshed once per synchronous step
+        policy = policy.filter(lambda p: POLICIES.get(p if isinstance(p, str) else p["name"]).synchronous)
+    return {"scheme": scheme, "s": s, **params, "policy": draw(policy)}
 
 
 @st.composite
@@ -232,3 +243,26 @@ def test_messages_end_with_one_full_stop(tmp_path):
     with pytest.raises(ScenarioError) as caught:
         load_scenario(path)
     assert str(caught.value).endswith("does not divide n=12.") and ".." not in str(caught.value)
+
+
+def registered_model_names(source: str) -> list[str]:
+    """The keys of the ``MODELS = {...}`` literal in gcbench/training/models.py's source (importing it needs torch)."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["MODELS"]:
+            assert isinstance(node.value, ast.Dict), "MODELS must stay a dict literal, so its names read without torch"
+            return [ast.literal_eval(key) for key in node.value.keys]
+    raise AssertionError("gcbench/training/models.py no longer assigns MODELS")
+
+
+def test_the_schemas_training_models_are_exactly_the_registrys_without_torch():
+    """The schema may not import the training layer (torch); tests/test_training.py holds the two equal but
+    skips without the [real] extra, so this reads the registry from its source and runs everywhere."""
+    origin = importlib.util.find_spec("gcbench.training.models").origin  # the package root imports nothing
+    names = registered_model_names(Path(origin).read_text())
+    assert names == list(typing.get_args(Training.model_fields["model"].annotation))
+
+
+def test_the_model_registry_reader_reads_the_names_and_refuses_a_registry_it_cannot_read():
+    assert registered_model_names('X = 1\nMODELS = {"small_cnn": small_cnn, "vit": vit}\n') == ["small_cnn", "vit"]
+    with pytest.raises(AssertionError, match="dict literal"):
+        registered_model_names("MODELS = dict(small_cnn=small_cnn)\n")

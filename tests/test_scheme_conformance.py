@@ -100,15 +100,12 @@ def test_declared_structure_and_determinism(name, data):
     check_deterministic(name, scheme.n, scheme.s, dict(scheme.params))
 
 
-# seconds each (the approximate codes: every (d, s) of theirs): their every-set check runs in CI's full lane
-EXHAUSTIVE_SLOW = {
-    "cce_cr", "cce_fr", "is_gc", "frc", "bgc", "expander", "sgc", "heterogeneous", "partial_cr", "chunked_cr"
-}  # fmt: skip
+def slow_when(attribute: str) -> list:
+    """Every scheme, marked slow where its class says the check costs it seconds or more (``Scheme.slow_*``)."""
+    return [pytest.param(n, marks=pytest.mark.slow) if getattr(scheme_class(n), attribute) else n for n in SCHEMES]
 
 
-@pytest.mark.parametrize(
-    "name", [pytest.param(name, marks=pytest.mark.slow) if name in EXHAUSTIVE_SLOW else name for name in SCHEMES]
-)
+@pytest.mark.parametrize("name", slow_when("slow_every_straggler_set"))
 def test_every_straggler_set_for_small_n(name):
     """Exhaustive: every accepted (n <= 10, s, m) and every straggler set of size <= s.
 
@@ -130,14 +127,9 @@ def test_every_straggler_set_for_small_n(name):
     assert checked >= 10  # uncoded: one set per n; the others thousands
 
 
-# every (s, m) at n <= 7, each set's messages (up to 49) checked by rank: minutes on a loaded machine; the
-# everyday lane checks these schemes' whole-worker sets among their prefix sets (n <= 5, below)
-TINY_SLOW = {"chunked_cr"}
-
-
-@pytest.mark.parametrize(
-    "name", [pytest.param(name, marks=pytest.mark.slow) if name in TINY_SLOW else name for name in SCHEMES]
-)
+# every (s, m) at n <= 7, each set's messages checked by rank: where the class says that takes minutes, the
+# everyday lane checks its whole-worker sets among its prefix sets (n <= 5, below)
+@pytest.mark.parametrize("name", slow_when("slow_every_responder_set"))
 def test_every_responder_set_for_tiny_n(name):
     """Exhaustive over all 2^n responder sets (n <= 7): decodability agrees with rank, never a wrong answer."""
     rng = np.random.default_rng(8)

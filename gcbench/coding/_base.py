@@ -62,6 +62,11 @@ class Scheme(abc.ABC):
     hypothesis_ranges: ClassVar[dict[str, tuple[int, int]]] = {}
     # True when a worker computes one held partition per step and encodes from its cache (coding/pipelined.py)
     pipelined: ClassVar[bool] = False
+    # what the conformance suite's exhaustive checks cost (tests/test_scheme_conformance.py): True when checking
+    # every straggler set at n <= 10 takes seconds, or every responder set at n <= 7 takes minutes; such a check
+    # then runs only in the slow lane (pytest -m slow), and Hypothesis still samples the scheme in the everyday one
+    slow_every_straggler_set: ClassVar[bool] = False
+    slow_every_responder_set: ClassVar[bool] = False
 
     def __init__(self, n: int, s: int, **params: Any) -> None:
         unknown = sorted(set(params) - set(self.defaults))

@@ -35,6 +35,7 @@ class BernoulliGradientCode(Scheme):
 
     name = "bgc"
     reference = "Charles, Papailiopoulos, Ellenberg, 2017"
+    slow_every_straggler_set = True  # seconds in the conformance suite: the slow lane checks every set
     exact = False
     threshold_decodable = True
     facts = {"tolerates": "any s (approximate)", "load": "d on average", "upload": "1", "decoding": "least squares"}

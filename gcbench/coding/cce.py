@@ -29,6 +29,7 @@ class CCECyclic(Scheme):
 
     name = "cce_cr"
     reference = "Ye & Abbe, ICML 2018"
+    slow_every_straggler_set = True  # seconds in the conformance suite: the slow lane checks every set
     facts = {"tolerates": "any s; s + m <= n", "load": "s + m", "upload": "1/m", "decoding": "interpolation"}
     defaults = {"m": 2}
     hypothesis_max_n = 13
@@ -59,6 +60,7 @@ class CCEFractional(Scheme):
 
     name = "cce_fr"
     reference = "Ye & Abbe, ICML 2018 (fractional form)"
+    slow_every_straggler_set = True  # seconds in the conformance suite: the slow lane checks every set
     facts = {"tolerates": "any s; (s+m) | n", "load": "s + m", "upload": "1/m", "decoding": "m x m solve per group"}
     defaults = {"m": 2}
     hypothesis_max_n = 24

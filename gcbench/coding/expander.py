@@ -69,6 +69,7 @@ class ExpanderCode(Scheme):
 
     name = "expander"
     reference = "Raviv, Tamo, Tandon, Dimakis, ICML 2018"
+    slow_every_straggler_set = True  # seconds in the conformance suite: the slow lane checks every set
     exact = False
     threshold_decodable = True
     facts = {"tolerates": "any s (approximate)", "load": "d; n d even", "upload": "1", "decoding": "least squares"}

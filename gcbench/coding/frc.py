@@ -23,6 +23,7 @@ class ApproximateFractionalRepetition(Scheme):
 
     name = "frc"
     reference = "Charles et al. 2017; ErasureHead (Wang et al. 2019)"
+    slow_every_straggler_set = True  # seconds in the conformance suite: the slow lane checks every set
     exact = False
     threshold_decodable = True
     facts = {"tolerates": "any s (approximate)", "load": "d; d | n", "upload": "1", "decoding": "least squares"}

@@ -48,6 +48,7 @@ class IgnoreStragglerGC(Scheme):
 
     name = "is_gc"
     reference = "IS-GC, cyclic form (On Arbitrary Ignorance of Stragglers)"
+    slow_every_straggler_set = True  # seconds in the conformance suite: the slow lane checks every set
     exact = False
     threshold_decodable = True
     unbiased = True

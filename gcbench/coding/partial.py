@@ -31,6 +31,7 @@ class PartialCyclicRepetition(Scheme):
 
     name = "partial_cr"
     reference = "Tandon et al., ICML 2017 (partial stragglers)"
+    slow_every_straggler_set = True  # seconds in the conformance suite: the slow lane checks every set
     facts = {
         "tolerates": "any s; or every worker's first partition",
         "load": "s + 1",
@@ -80,6 +81,8 @@ class ChunkedCyclicRepetition(Scheme):
 
     name = "chunked_cr"
     reference = "Ramamoorthy, Meng, Girimaji, NeurIPS 2024"
+    slow_every_straggler_set = True  # seconds in the conformance suite: the slow lane checks every set
+    slow_every_responder_set = True  # minutes: up to 49 messages per set, each checked by rank
     facts = {
         "tolerates": "any s; s + m <= n; partial work",
         "load": "s + m",

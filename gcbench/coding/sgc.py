@@ -45,6 +45,7 @@ class StochasticGradientCoding(Scheme):
 
     name = "sgc"
     reference = "Bitar, Wootters, El Rouayheb, JSAIT 2020"
+    slow_every_straggler_set = True  # seconds in the conformance suite: the slow lane checks every set
     exact = False
     threshold_decodable = True
     unbiased = True

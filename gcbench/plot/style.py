@@ -29,6 +29,11 @@ SHARED_COLOUR = {
     "partial_cr": "frc",
     "chunked_cr": "bgc",
 }
+# A scheme curated in neither (one registered after these lists were written) still gets a look of its own: a
+# colour of a second palette, darker than every curated one, picked by a stable hash of its name so it keeps it
+# across figures and runs. Two such schemes may share one; variant_styles tells them apart as above.
+_UNCURATED_PALETTE = sns.color_palette("dark", 10)
+_COLOURS = (*_PALETTE, *_UNCURATED_PALETTE)
 POLICY_STYLES = {
     "wait_all": "-",
     "decodable": "-",
@@ -49,13 +54,16 @@ def apply() -> None:
 
 
 def scheme_colour(scheme: str):
-    return _PALETTE[_colour_index(scheme)]
+    """The scheme's colour: its curated one, else one of the uncurated palette's (never a curated colour)."""
+    return _COLOURS[_colour_index(scheme)]
 
 
 def _colour_index(scheme: str) -> int:
     scheme = SHARED_COLOUR.get(scheme, scheme)
+    if scheme in SCHEMES:
+        return SCHEMES.index(scheme)
     # crc32, not hash(): str hashes change between processes, colours must not
-    return SCHEMES.index(scheme) if scheme in SCHEMES else zlib.crc32(scheme.encode()) % len(_PALETTE)
+    return len(_PALETTE) + zlib.crc32(scheme.encode()) % len(_UNCURATED_PALETTE)
 
 
 def policy_style(policy: str):

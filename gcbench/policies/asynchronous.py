@@ -12,13 +12,13 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from gcbench.models._config import Config
+from gcbench.models._config import Config, internal
 from gcbench.policies._registry import register_policy
 
 
 class _AsyncPolicy(Config):
     synchronous: ClassVar[bool] = False
-    distinct: bool = True
+    distinct: bool = internal(True)  # each class's mode: k_async counts distinct workers, k_batch_async any
 
     @property
     def batch(self) -> int:
@@ -43,7 +43,7 @@ class KBatchAsync(_AsyncPolicy):
 
     name: Literal["k_batch_async"] = "k_batch_async"
     k: Annotated[int, Field(ge=1)]
-    distinct: bool = False
+    distinct: bool = internal(False)
 
     @property
     def batch(self) -> int:

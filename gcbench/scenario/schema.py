@@ -97,7 +97,8 @@ class Training(Config):
     dataset: Literal["cifar10", "synthetic"] = "cifar10"
     data_dir: str | None = None
     cache_dir: str | None = None
-    model: Literal["small_cnn", "resnet18", "softmax"] = "small_cnn"  # gcbench.training.models.MODELS
+    # gcbench.training.models.MODELS (torch: not importable here); tests/test_scenario_schema.py holds them equal
+    model: Literal["small_cnn", "resnet18", "softmax"] = "small_cnn"
     batch_size: PositiveInt = 256
     learning_rate: Annotated[float, Field(gt=0)] = 0.05
     momentum: Annotated[float, Field(ge=0, lt=1)] = 0.9

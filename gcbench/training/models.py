@@ -1,8 +1,9 @@
 """Networks a run trains: softmax regression for cheap sweeps, a small CNN that trains in minutes on a CPU, and
 ResNet-18.
 
-``MODELS`` is the registry ``training.model`` names; the scenario schema lists the same names (it may not
-import torch), and tests/test_training.py holds the two equal.
+``MODELS`` is the registry ``training.model`` names; the scenario schema lists the same names (it sits below
+this layer and may not import torch). tests/test_scenario_schema.py holds the two equal without torch, reading
+``MODELS`` from this file's source, so it stays a dict literal of names; tests/test_training.py checks it imported.
 """
 
 from __future__ import annotations
