@@ -97,9 +97,9 @@ class Link:
 
 class ResourceLink:
     """The same FIFO link as a ``simpy.Resource`` of ``capacity`` one and one SimPy process a message
-    (``network.link_model: resource``): the textbook model, at about a third of ``Link``'s speed (four calendar
-    events a message against two, and a process). A subclass extends it (docs/architecture.md: a link of
-    capacity two); tests/test_simpy_cluster.py holds its tables equal to ``Link``'s."""
+    (``network.link_model: resource``): the textbook model, at a third to a half of ``Link``'s speed (four
+    calendar events a message against two, and a process). A subclass extends it (docs/architecture.md: a link of
+    capacity two); tests/test_event_engine.py holds its tables equal to ``Link``'s."""
 
     capacity = 1  # messages on the link at once, each at the full bandwidth
 
@@ -149,7 +149,7 @@ class SimPyCluster(Cluster):
         self.fractions = message_fractions(scheme)  # per worker sending several messages: when each is ready
         self.remaining: dict[Job, int] = {}  # such a job's messages still to deliver
         self.link_per_job, self.links = link_per_job, {}  # job id -> the link its messages share
-        self.link = None if link_per_job else self._shared_link()  # the one link of an asynchronous run
+        self.link = None if link_per_job else self._shared_link()  # the run's one link (asynchronous, or finish)
         self.free_at = [0.0] * self.n  # when each worker's queued work ends
         self.down_until = [0.0] * self.n
         self._dead: set[int] = set()
