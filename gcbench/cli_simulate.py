@@ -17,7 +17,7 @@ from gcbench.results.metadata import new_run_directory, run_metadata
 from gcbench.results.store import write_metadata
 from gcbench.scenario import load_scenario
 from gcbench.scenario.loading import SweepPoint
-from gcbench.sim.runner import engines, stream_points, task_count
+from gcbench.sim.runner import engines, link_model, stream_points, task_count
 
 RESULT_FILES = ("iterations.parquet", "workers.parquet", "run.json", "summary.csv")
 
@@ -95,13 +95,15 @@ def simulate_scenario(
     summary = running.summary(scenario.training.target_accuracy)
     elapsed = time.perf_counter() - began
     extra = {"backend": "simulator", "engines": chosen, "wall_seconds": round(elapsed, 3), **trace_cleaning(points)}
+    if (link := link_model(points, chosen)) is not None:  # the event engine's model of a shared link
+        extra["link_model"] = link
     if ray is not None:
         extra["ray_cluster"] = ray["address"] or "local"
     write_metadata(out, run_metadata("sim", path, points, extra))
     summary.to_csv(out / "summary.csv", index=False)
     print_summary(summary, sweep_columns, console)
     print_trace_cleaning(points, console)
-    console.print(engine_sentence(chosen))
+    console.print(engine_sentence(chosen, link))
     console.print(f"results: {out}  ({running.rows} iterations simulated in {elapsed:.1f} s)")
     return out, summary
 
@@ -131,10 +133,12 @@ def start_tasks_ray(address: str | None, console: Console) -> None:
     console.print(f"tasks on Ray: {f'the cluster at {address}' if address else 'a local instance'}", highlight=False)
 
 
-def engine_sentence(chosen: dict[str, str]) -> str:
-    """Which engine ran the variants, e.g. "engine: vectorised (3 variants), event (1 variant)"."""
+def engine_sentence(chosen: dict[str, str], link: str | None = None) -> str:
+    """Which engine ran the variants, e.g. "engine: vectorised (3 variants), event (1 variant)", and the event
+    engine's shared link model where one ran."""
     counts = {name: list(chosen.values()).count(name) for name in dict.fromkeys(chosen.values())}
-    return "engine: " + ", ".join(f"{name} ({c} variant{'s' if c > 1 else ''})" for name, c in counts.items())
+    engines = ", ".join(f"{name} ({c} variant{'s' if c > 1 else ''})" for name, c in counts.items())
+    return f"engine: {engines}" + ("" if link is None else f"; shared link model: {link}")
 
 
 def print_summary(summary: pd.DataFrame, sweep_columns: list[str], console: Console) -> None:

@@ -150,6 +150,10 @@ def synchronous_points(draw) -> SweepPoint:
         # and an arrival, stale work and a new job), which the engines' different float sums (start plus
         # cumulative stops, against absolute event times) then split. Within one iteration, ties are kept.
         data.update(failures={"model": "none"}, stale_work="abandon")
+    if data["network"].get("shared_link"):
+        # late work on the one link of the run (stale_work: finish) is the event engine's alone: auto picks it
+        # (tests/test_simpy_cluster.py); the fast path's link per iteration is the model under abandon
+        data.update(stale_work="abandon")
     try:
         return SweepPoint({}, Scenario.model_validate(data))
     except ValidationError:
@@ -282,6 +286,9 @@ def test_auto_takes_the_fast_path_only_for_synchronous_policies():
     assert engine_for(point.scenario, asynchronous) == "event"
     event = point.scenario.model_copy(update={"engine": "event"})
     assert engine_for(event, synchronous) == "event"
+    late = _point(variants=[{"scheme": "fr", "s": 1}], network=SHARED, stale_work="finish").scenario
+    assert engine_for(late, late.variants[0]) == "event"  # late work shares the link: the fast path cannot say so
+    assert engine_for(late.model_copy(update={"stale_work": "abandon"}), late.variants[0]) == "vectorised"
 
 
 def test_the_vectorised_engine_refuses_an_asynchronous_policy():
@@ -355,6 +362,7 @@ def test_the_architecture_docs_example_adds_a_behaviour_as_a_simpy_process():
 
 
 SHARED = {"latency": 0.01, "bandwidth": 4e8, "shared_link": True}  # 10 ms per 1 MB message: the link queues
+CRASHES = {"model": "crash", "probability": 0.1, "downtime": 0.5}
 
 
 @pytest.mark.parametrize(
@@ -365,18 +373,20 @@ SHARED = {"latency": 0.01, "bandwidth": 4e8, "shared_link": True}  # 10 ms per 1
         {"variants": [{"scheme": "uncoded", "policy": {"name": "k_async", "k": 3}}]},
         {"variants": [{"scheme": "uncoded", "policy": {"name": "k_batch_async", "k": 2}}]},
         {"variants": [{"scheme": "fr", "s": 1}], "failures": {"model": "crash", "probability": 0.1, "downtime": 0.5}},
+        {"variants": [{"scheme": "fr", "s": 1}], "failures": CRASHES, "stale_work": "finish"},
+        {"variants": [{"scheme": "uncoded", "policy": {"name": "k_async", "k": 3}}], "failures": CRASHES},
     ],
-    ids=["fr", "cr-finish", "k_async", "k_batch_async", "crashes"],
+    ids=["fr", "cr-finish", "k_async", "k_batch_async", "crashes", "finish-crashes", "k_async-crashes"],
 )
 def test_the_shared_link_as_a_simpy_resource_gives_the_same_tables(fields):
-    """``Link`` (two calendar events a message) is the textbook capacity-one ``simpy.Resource`` model, faster."""
-    from gcbench.sim.cluster import ResourceLinkCluster
-
+    """``Link`` (two calendar events a message) is the textbook capacity-one ``simpy.Resource`` model
+    (``network.link_model: resource``), faster."""
     point = _point(network=SHARED, **fields)
     scenario, variant = point.scenario, point.scenario.variants[0]
     scheme = scheme_for(scenario, variant)
     link = simulate_event(scenario, variant, scheme, 0)
-    resource = simulate_event(scenario, variant, scheme, 0, cluster_class=ResourceLinkCluster)
+    resource = _point(network={**SHARED, "link_model": "resource"}, **fields).scenario
+    resource = simulate_event(resource, resource.variants[0], scheme, 0)
     loads = np.array([len(scheme.partitions(w)) for w in range(scheme.n)])
     assert_frames_match(pd.DataFrame(link.iteration_columns()), pd.DataFrame(resource.iteration_columns()))
     assert_frames_match(pd.DataFrame(link.worker_columns(loads)), pd.DataFrame(resource.worker_columns(loads)))

@@ -22,7 +22,7 @@ from gcbench.scenario.build import scheme_for
 from gcbench.scenario.draws import draw_run, message_bytes
 from gcbench.scenario.loading import SweepPoint
 from gcbench.scenario.schema import Scenario
-from gcbench.sim.cluster import ResourceLinkCluster, SimPyCluster
+from gcbench.sim.cluster import SimPyCluster
 from gcbench.sim.event import engine_for, simulate_event
 from gcbench.sim.runner import stream_points
 from gcbench.testing.multi_message import PerPartitionMessages, registered
@@ -126,7 +126,8 @@ def test_the_shared_link_as_a_simpy_resource_gives_the_same_tables_for_several_m
         stale_work="finish",
         variants=[{"scheme": NAME, "s": 2, "policy": "wait_all"}],
     )
-    link, resource = simulate(sc), simulate(sc, ResourceLinkCluster)
+    resource = sc.model_copy(update={"network": sc.network.model_copy(update={"link_model": "resource"})})
+    link, resource = simulate(sc), simulate(resource)
     assert (link.duration > 0).all()
     np.testing.assert_array_equal(link.duration, resource.duration)
     assert link.messages.rows == resource.messages.rows

@@ -2,12 +2,14 @@
 
 A message of b bytes ready at time r arrives at r + latency + b / bandwidth. With
 ``shared_link`` the master's ingress is one FIFO link: messages queue in order
-of reaching it, so smaller uploads (CCE) finish sooner.
+of reaching it, so smaller uploads (CCE) finish sooner. ``link_model`` picks how the
+event engine's SimPy cluster models that link (gcbench/sim/cluster.py); both give
+the same times.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field
@@ -19,6 +21,8 @@ class Network(Config):
     latency: Seconds = 0.0
     bandwidth: Annotated[float, Field(gt=0)] | None = None  # bytes per second; null: infinite
     shared_link: bool = False
+    # the event engine's model of the shared link: a chain of calendar events (fast), or a simpy.Resource
+    link_model: Literal["events", "resource"] = "events"
 
     def arrivals(self, ready: np.ndarray, message_bytes: int) -> np.ndarray:
         """Arrival times at the master of messages ready at ``ready`` (inf: never sent).

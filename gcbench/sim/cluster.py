@@ -3,11 +3,15 @@
 Each job's compute time, straggling and crash come from the run's seeded draws
 (row ``row`` of ``draw_run``), its upload from the network model: latency, then
 bandwidth, through the master's ingress link when it is shared. The shared link
-is a FIFO server (``Link``): a chain of calendar events that sends the messages
-queued on it one at a time, in the order they reached it. A synchronous run
-gives each iteration's messages a link of their own, as the fast path does
-(messages of a finished iteration never delay the next one's); an asynchronous
-run has one.
+is a FIFO server that sends the messages queued on it one at a time, in the order
+they reached it: ``Link``, a chain of calendar events (``network.link_model:
+events``, the default), or ``ResourceLink``, a ``simpy.Resource`` (``resource``,
+the textbook model to extend). A synchronous run under ``stale_work: abandon``
+gives each iteration's messages a link of their own, as the fast path does: its
+abandoned workers stop, so nothing of a finished iteration's could delay the
+next one's. Under ``finish`` late work goes on sending through the same NIC as
+the next iterations' messages, so the run has one link, as an asynchronous run
+has.
 
 A job is one SimPy event whose callback queues its result for ``next_event``
 (with a shared link: reaching the link, then its transfer over the link); the
@@ -92,13 +96,16 @@ class Link:
 
 
 class ResourceLink:
-    """The same FIFO link as a capacity-one ``simpy.Resource`` and one SimPy process a message: the
-    textbook model, at about half the speed (four calendar events a message against ``Link``'s two).
-    ``ResourceLinkCluster`` runs on it; tests/test_event_engine.py holds its tables equal to ``Link``'s."""
+    """The same FIFO link as a ``simpy.Resource`` of ``capacity`` one and one SimPy process a message
+    (``network.link_model: resource``): the textbook model, at a third to a half of ``Link``'s speed (four
+    calendar events a message against two, and a process). A subclass extends it (docs/architecture.md: a link of
+    capacity two); tests/test_event_engine.py holds its tables equal to ``Link``'s."""
+
+    capacity = 1  # messages on the link at once, each at the full bandwidth
 
     def __init__(self, env: simpy.Environment, transfer: float, sent, idle=None, key=0) -> None:
         self.env, self.transfer, self.sent, self.idle, self.key = env, transfer, sent, idle, key
-        self.resource = simpy.Resource(env, capacity=1)
+        self.resource = simpy.Resource(env, capacity=self.capacity)
 
     def reach(self, event) -> None:
         self.env.process(self._send(event._value))
@@ -114,13 +121,18 @@ class ResourceLink:
             self.idle(self)
 
 
+LINK_MODELS = {"events": Link, "resource": ResourceLink}  # network.link_model -> the shared link's class
+
+
 @register_cluster("simpy")
 class SimPyCluster(Cluster):
     """Workers whose jobs take the drawn times; a job on a busy or down worker starts when it is free.
 
-    ``link_class``: the shared ingress link's model (``Link``, or the ``simpy.Resource`` one)."""
+    ``link_class``: a subclass's own model of the shared ingress link (e.g. a ``ResourceLink`` subclass);
+    None takes the scenario's ``network.link_model``. ``link_per_job``: a synchronous run's, which gives each
+    iteration a link of its own unless late work finishes (``stale_work: finish``; the module's docstring)."""
 
-    link_class: type = Link
+    link_class: type | None = None
 
     def __init__(self, scenario, scheme, draws: RunDraws | DrawnRows, link_per_job: bool = False) -> None:
         self.env = simpy.Environment()
@@ -131,20 +143,24 @@ class SimPyCluster(Cluster):
         self.latency = network.latency
         self.transfer = 0.0 if network.bandwidth is None else message_bytes(scenario, scheme) / network.bandwidth
         self.shared = network.shared_link and self.transfer > 0
+        if self.link_class is None:
+            self.link_class = LINK_MODELS[network.link_model]
+        link_per_job = link_per_job and scenario.stale_work == "abandon"
         self.fractions = message_fractions(scheme)  # per worker sending several messages: when each is ready
         self.remaining: dict[Job, int] = {}  # such a job's messages still to deliver
         self.link_per_job, self.links = link_per_job, {}  # job id -> the link its messages share
-        self.link = None if link_per_job else self._shared_link()  # the one link of an asynchronous run
+        self.link = None if link_per_job else self._shared_link()  # the run's one link (asynchronous, or finish)
         self.free_at = [0.0] * self.n  # when each worker's queued work ends
         self.down_until = [0.0] * self.n
         self._dead: set[int] = set()
         self.jobs: dict[Job, tuple[int, float]] = {}  # jobs that will deliver a result -> (id, begin)
+        self.timers = 0  # failures and restarts scheduled, not yet delivered
         self.abandoned: dict[Job, float] = {}  # -> when (a job abandoned before it began never runs)
         self.events: deque[Event] = deque()
 
     @classmethod
     def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True) -> SimPyCluster:
-        """Fed by the run's seeded draws; a synchronous run gives each iteration's messages a link of their own."""
+        """Fed by the run's seeded draws; ``synchronous``: a synchronous run's (``link_per_job``)."""
         return cls(scenario, scheme, draw_run(scenario, scheme, seed), link_per_job=synchronous)
 
     @property
@@ -213,9 +229,9 @@ class SimPyCluster(Cluster):
         self.down_until[w] = self.free_at[w] = recover
         if self.downtime is None:
             self._dead.add(w)
-        self._schedule(begin - self.env.now, Failure(w, begin, job), self._queue)
+        self._schedule(begin - self.env.now, Failure(w, begin, job))
         if self.downtime is not None:
-            self._schedule(recover - self.env.now, Restart(w, recover), self._queue)
+            self._schedule(recover - self.env.now, Restart(w, recover))
 
     def _reach_in(self, delay: float, worker: int, value) -> None:
         """Reach the link after ``delay``: messages reaching it at one instant queue in worker order, as in
@@ -223,9 +239,14 @@ class SimPyCluster(Cluster):
         reach = self._reach_job_link if self.link is None else self.link.reach
         Due(self.env, delay, 2 + worker, value, reach)
 
-    def _schedule(self, delay: float, value, callback) -> None:
-        event = self.env.timeout(delay, value)
-        event.callbacks.append(callback)
+    def _schedule(self, delay: float, value: Failure | Restart) -> None:
+        """A failure or restart due after ``delay``: own work the cluster counts (``timers``)."""
+        self.env.timeout(delay, value).callbacks.append(self._timer)
+        self.timers += 1
+
+    def _timer(self, event: simpy.Event) -> None:
+        self.timers -= 1
+        self._queue_result(event._value)
 
     def _queue(self, event: simpy.Event) -> None:
         self._queue_result(event._value)
@@ -267,17 +288,20 @@ class SimPyCluster(Cluster):
             )
         link.reach(event)
 
-    def _shared_link(self) -> Link:
+    def _shared_link(self) -> Link | ResourceLink:
         return self.link_class(self.env, self.transfer, self._queue_result)
 
     def _job_link_idle(self, link: Link) -> None:
         del self.links[link.key]  # an iteration's link, idle for good once its messages are through
 
     def next_event(self, until: float) -> Event | None:
-        events, env, calendar = self.events, self.env, self.env._queue
+        """Steps the environment only while the cluster's own work is outstanding (as ``pending`` counts it): a
+        process a subclass added that never ends (a drift, every second) keeps SimPy's calendar full for good,
+        and a wait for ``until`` = inf would step it for ever."""
+        events, env, calendar, jobs = self.events, self.env, self.env._queue, self.jobs
         while not events:
             when = calendar[0][0] if calendar else INF  # (env.peek(), without its call)
-            if when > until or when == INF:
+            if when > until or when == INF or not (jobs or self.timers):
                 if env.now < until < INF:
                     env.run(until=until)
                 return None
@@ -304,8 +328,10 @@ class SimPyCluster(Cluster):
         return any(job_id in ids for job_id, _ in self.jobs.values())
 
     def pending(self) -> bool:
-        """Events not yet taken, or any SimPy event still scheduled (a job's, a link's, a restart's)."""
-        return bool(self.events) or bool(self.env._queue)
+        """Events not yet taken, or the cluster's own work outstanding: a job that will still deliver (its
+        messages on a link included), a failure or restart scheduled. Not any SimPy event: a process of a
+        subclass's may never end, and the master reads this to tell a run that can never finish."""
+        return bool(self.events) or bool(self.jobs) or self.timers > 0
 
     def drain(self, seconds: float = INF) -> list[Event]:
         until, events = self.env.now + seconds, []
@@ -319,6 +345,7 @@ class SimPyCluster(Cluster):
         self.remaining.clear()
         self.abandoned.clear()
         self.events.clear()
+        self.timers = 0
         self.links.clear()
         self.link = None if self.link is None else self._shared_link()
         self.env._queue.clear()  # SimPy cannot cancel a scheduled event; an emptied calendar has none
@@ -335,9 +362,3 @@ def _part(job: Job, at: float, begin: float, ready: float, index: int) -> Result
     result = Result(job, at, begin, ready)
     result.message = index
     return result
-
-
-class ResourceLinkCluster(SimPyCluster):
-    """The SimPy cluster with its shared link a ``simpy.Resource`` (``ResourceLink``): slower, the same tables."""
-
-    link_class = ResourceLink

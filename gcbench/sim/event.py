@@ -81,7 +81,8 @@ def master_for(
 def engine_for(scenario: Scenario, variant: Variant) -> EngineName:
     """Which engine runs this variant: ``auto`` takes the vectorised fast path where it applies (never when the
     scenario trains: only the event engine computes gradients; never for a scheme whose workers send several
-    messages: only the event engine sends each as it is ready)."""
+    messages: only the event engine sends each as it is ready; never when late work shares the link with the next
+    iteration's messages: the fast path gives each iteration a link of its own)."""
     if scenario.engine == "event":
         return "event"
     if scenario.training.in_simulator:
@@ -95,6 +96,14 @@ def engine_for(scenario: Scenario, variant: Variant) -> EngineName:
                 "'s workers send several messages each, one as each is ready; use engine: auto or event."
             )
         return "event"
+    if variant.policy.synchronous and late_work_shares_the_link(scenario):
+        if scenario.engine == "vectorised":
+            raise GcbenchError(
+                "engine: vectorised gives each iteration's messages a link of their own, and with "
+                "network.shared_link and stale_work: finish late work shares the link with the next iteration's; "
+                "use engine: auto or event, or stale_work: abandon."
+            )
+        return "event"
     if variant.policy.synchronous:
         return "vectorised"
     if scenario.engine == "vectorised":
@@ -103,6 +112,13 @@ def engine_for(scenario: Scenario, variant: Variant) -> EngineName:
             f"{variant.policy.name}; use engine: auto or event."
         )
     return "event"
+
+
+def late_work_shares_the_link(scenario: Scenario) -> bool:
+    """A shared link that takes time, and stale work that finishes: a synchronous run's one link carries an
+    iteration's late messages and the next iteration's (gcbench/sim/cluster.py)."""
+    network = scenario.network
+    return network.shared_link and network.bandwidth is not None and scenario.stale_work == "finish"
 
 
 def simulate_with(engine: EngineName, scenario: Scenario, variant: Variant, scheme: Scheme, seed: int) -> RunRecorder:

@@ -232,5 +232,14 @@ def engines(points: list[SweepPoint]) -> dict[str, str]:
     return {v.display_label(): engine_for(p.scenario, v) for p in points for v in p.scenario.variants}
 
 
+def link_model(points: list[SweepPoint], chosen: dict[str, str]) -> str | None:
+    """The event engine's model of the shared link (run.json's ``link_model``), where a shared link ran on it;
+    the vectorised engine's link is closed-form, the same times."""
+    if "event" not in chosen.values():
+        return None
+    models = {p.scenario.network.link_model for p in points if p.scenario.network.shared_link}
+    return ", ".join(sorted(models)) or None
+
+
 def task_count(points: list[SweepPoint]) -> int:
     return sum(len(p.scenario.variants) * len(p.scenario.seeds) for p in points)
