@@ -20,6 +20,7 @@ from gcbench.testing.scheme_checks import (
     check_torch_matches_numpy,
     check_unbiased,
     check_unrecoverable_is_refused,
+    encode_all,
     partition_gradients,
     valid_parameter_sets,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "check_torch_matches_numpy",
     "check_unbiased",
     "check_unrecoverable_is_refused",
+    "encode_all",
     "partition_gradients",
     "valid_parameter_sets",
 ]

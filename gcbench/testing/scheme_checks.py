@@ -35,8 +35,17 @@ def relative_error(estimate: np.ndarray, grads: np.ndarray) -> float:
     return float(np.linalg.norm(estimate.astype(np.float64) - truth) / scale)
 
 
-def received_from(scheme: Scheme, responders: Any, grads: Any) -> dict[int, list[Any]]:
+def received_from(scheme: Scheme, responders: Any, grads: Any, encoded: Any = None) -> dict[int, list[Any]]:
+    """The responders' messages; ``encoded``: every worker's, encoded once beforehand (``encode_all``), so an
+    exhaustive check over many sets does not encode them again for each."""
+    if encoded is not None:
+        return {w: encoded[w] for w in sorted(responders)}
     return {w: scheme.encode(w, grads) for w in sorted(responders)}
+
+
+def encode_all(scheme: Scheme, grads: Any) -> list[list[Any]]:
+    """Every worker's messages, for ``encoded=`` of the checks that take it."""
+    return [scheme.encode(w, grads) for w in range(scheme.n)]
 
 
 def responders_without(scheme: Scheme, stragglers: Any) -> list[int]:
@@ -78,9 +87,10 @@ def check_pipelined_schedule(scheme: Scheme, steps: int = 12) -> None:
             assert max(ages.values()) <= min(step, scheme.s)
 
 
-def check_decode_exact(scheme: Scheme, stragglers: Any, grads: np.ndarray) -> float:
-    """Decoding without these (at most s) stragglers gives sum_j g_j to 1e-8 (float64)."""
-    received = received_from(scheme, responders_without(scheme, stragglers), grads)
+def check_decode_exact(scheme: Scheme, stragglers: Any, grads: np.ndarray, encoded: Any = None) -> float:
+    """Decoding without these (at most s) stragglers gives sum_j g_j to 1e-8 (float64); ``encoded``: see
+    ``received_from``."""
+    received = received_from(scheme, responders_without(scheme, stragglers), grads, encoded)
     estimate = scheme.decode(received)
     assert estimate.shape == (grads.shape[1],)
     error = relative_error(estimate, grads)
@@ -154,9 +164,9 @@ def _error_term(scheme: Scheme, error_coefficients: np.ndarray, grads: np.ndarra
     return (error_coefficients @ slices).reshape(-1)[:d]
 
 
-def check_approximate_residual(scheme: Scheme, responders: Any, grads: np.ndarray) -> None:
+def check_approximate_residual(scheme: Scheme, responders: Any, grads: np.ndarray, encoded: Any = None) -> None:
     """The reported residual is the true error: decoded = g + E applied to the partition slices."""
-    received = received_from(scheme, responders, grads)
+    received = received_from(scheme, responders, grads, encoded)
     try:
         estimate = scheme.decode(received)
     except NotDecodable:
