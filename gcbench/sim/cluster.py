@@ -172,7 +172,7 @@ class SimPyCluster(Cluster):
         return self._dead
 
     def start(self, data=None) -> None:
-        """Simulated workers need no data unless the scenario trains (not yet)."""
+        """Simulated workers need no data (``TrainingCluster``, gcbench/sim/training.py, takes it to train)."""
 
     def publish(self, model) -> None:
         """Simulated workers compute no gradient values; timing needs no model."""
