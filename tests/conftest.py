@@ -1,8 +1,9 @@
 """Shared test settings: Hypothesis profiles (ci is the default, thorough for local runs).
 
 ci is derandomized (the same examples on every run, no example database), so a
-red CI is never luck; thorough searches at random, keeping its database in the
-untracked .hypothesis/. Every failure either ever found becomes an @example.
+red CI is never luck; everyday (what `pytest -m "not slow"` takes) is ci with 10
+examples a test instead of 40; thorough searches at random, keeping its database
+in the untracked .hypothesis/. Every failure either ever found becomes an @example.
 """
 
 import os
@@ -21,6 +22,8 @@ settings.register_profile(
     print_blob=True,
 )
 settings.register_profile("thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# the everyday lane (`pytest -m "not slow"`): the ci profile's examples, fewer of them; CI runs all 40
+settings.register_profile("everyday", parent=settings.get_profile("ci"), max_examples=10)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -49,6 +52,12 @@ def local_ray():
 
 # what starts Ray or trains a network through the command line: minutes in all, so not the everyday lane
 SLOW_MODULES = {"test_real_resume.py"}
+
+
+def pytest_configure(config):
+    """The everyday lane takes the everyday profile, unless HYPOTHESIS_PROFILE names one."""
+    if "HYPOTHESIS_PROFILE" not in os.environ and config.getoption("markexpr", "").strip() == "not slow":
+        settings.load_profile("everyday")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -101,20 +101,38 @@ def test_declared_structure_and_determinism(name, data):
     check_deterministic(name, scheme.n, scheme.s, dict(scheme.params))
 
 
-def slow_when(attribute: str) -> list:
-    """Every scheme, marked slow where its class says the check costs it seconds or more (``Scheme.slow_*``)."""
-    return [pytest.param(n, marks=pytest.mark.slow) if getattr(scheme_class(n), attribute) else n for n in SCHEMES]
+def exhaustive_cases(attribute: str, top: int, everyday: int) -> list:
+    """Per scheme, the sizes n up to ``top`` in two parts: n <= ``everyday`` (the everyday lane; slow only where
+    the class says the check costs it seconds or more, ``Scheme.slow_*``), and the larger n, always slow (most
+    of the sets: the full lane, CI, checks them)."""
+    cases = []
+    for name in SCHEMES:
+        slow = [pytest.mark.slow] if getattr(scheme_class(name), attribute) else []
+        cases.append(pytest.param(name, range(1, everyday + 1), marks=slow, id=name))
+        larger = range(everyday + 1, top + 1)
+        cases.append(pytest.param(name, larger, marks=pytest.mark.slow, id=f"{name}-larger-n"))
+    return cases
 
 
-@pytest.mark.parametrize("name", slow_when("slow_every_straggler_set"))
-def test_every_straggler_set_for_small_n(name):
+def straggler_cases() -> list:
+    """Exact schemes up to n = 10; approximate ones accept every (s, d) at each n, so they stop at n = 7."""
+    cases = []
+    for case in exhaustive_cases("slow_every_straggler_set", 10, everyday=7):
+        name, sizes = case.values
+        if scheme_class(name).exact or sizes.stop <= 8:
+            cases.append(case)
+    return cases
+
+
+@pytest.mark.parametrize(("name", "sizes"), straggler_cases())
+def test_every_straggler_set_for_small_n(name, sizes):
     """Exhaustive: every accepted (n <= 10, s, m) and every straggler set of size <= s.
 
-    Approximate schemes accept every (s, d) at each n, so they stop at n = 7, and their decode is checked
-    against its reported residual (it is not exact)."""
-    rng = np.random.default_rng(7)
+    Approximate schemes stop at n = 7, and their decode is checked against its reported residual (it is not
+    exact)."""
+    rng = np.random.default_rng(7 + sizes.start)
     checked = 0
-    for n in range(1, 11 if scheme_class(name).exact else 8):
+    for n in sizes:
         for s, params in valid_parameter_sets(name, n):
             scheme = build(name, n, s, params)
             if scheme is None:
@@ -127,16 +145,16 @@ def test_every_straggler_set_for_small_n(name):
                     responders = [w for w in range(n) if w not in stragglers]
                     check_approximate_residual(scheme, responders, grads, encoded)
                 checked += 1
-    assert checked >= 10  # uncoded: one set per n; the others thousands
+    assert checked >= len(sizes)  # uncoded: one set per n; the others thousands
 
 
 # every (s, m) at n <= 7, each set's messages checked by rank: where the class says that takes minutes, the
 # everyday lane checks its whole-worker sets among its prefix sets (n <= 5, below)
-@pytest.mark.parametrize("name", slow_when("slow_every_responder_set"))
-def test_every_responder_set_for_tiny_n(name):
+@pytest.mark.parametrize(("name", "sizes"), exhaustive_cases("slow_every_responder_set", 7, everyday=6))
+def test_every_responder_set_for_tiny_n(name, sizes):
     """Exhaustive over all 2^n responder sets (n <= 7): decodability agrees with rank, never a wrong answer."""
-    rng = np.random.default_rng(8)
-    for n in range(1, 8):
+    rng = np.random.default_rng(8 + sizes.start)
+    for n in sizes:
         for s, params in valid_parameter_sets(name, n):
             scheme = build(name, n, s, params)
             if scheme is None:
