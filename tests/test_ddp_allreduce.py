@@ -247,6 +247,7 @@ def test_a_rank_killed_from_outside_stops_the_variant_in_one_sentence_and_leaves
     assert child_processes() == before
 
 
+@pytest.mark.slow  # (seconds: the everyday lane keeps its cheaper siblings)
 def test_loading_a_checkpoint_leaves_its_momentum_untouched(tmp_path):
     """load_checkpoint tries a step on the loaded state; it must not step the checkpoint's own momentum buffer
     (it did: the resumed run of every backend went on with a momentum 0.9 times too small, plus weight decay)."""

@@ -205,6 +205,7 @@ def test_per_message_runs_keep_the_protocol_s_order_under_crashes(seed, stale_wo
         assert (np.diff(job.ready.to_numpy()) >= 0).all() and (np.diff(job.arrival.to_numpy()) >= 0).all()
 
 
+@pytest.mark.slow  # (seconds: trains; the everyday lane keeps the timing tests)
 def test_training_on_partial_jobs_steps_as_uncoded_sgd():
     """The learner decodes a job's first messages alone (partition copies from slow workers' partial work) and
     steps exactly as uncoded SGD on the same mini-batches."""

@@ -249,6 +249,7 @@ def real_on(backend: str, real_run: Path, folder: Path, slower: float) -> Path:
     return path
 
 
+@pytest.mark.slow  # (seconds: the everyday lane keeps its cheaper siblings)
 def test_a_ray_run_a_torch_run_and_a_simulation_of_one_scenario_share_one_figure(real_run, sim_run, tmp_path):
     """Issue 11: `gcbench plot SIM RAY TORCH` puts the three side by side: one figure, each measured run with
     its own dash and marker, its name in the legend and the counts, its own error against the simulation."""
@@ -315,6 +316,7 @@ def test_figures_need_their_data():
     assert figures.mean_vs_sweep(frame) is None
 
 
+@pytest.mark.slow  # (seconds: the everyday lane keeps its cheaper siblings)
 def test_report_and_cli_output(sim_run, tmp_path):
     out = tmp_path / "figs"
     result = runner.invoke(app, ["plot", str(sim_run), "-o", str(out), "--report", "--vector", "svg"])
@@ -325,6 +327,7 @@ def test_report_and_cli_output(sim_run, tmp_path):
     assert "<figcaption>" in (out / "fixture-sim-report.html").read_text()
 
 
+@pytest.mark.slow  # (seconds: the everyday lane keeps its cheaper siblings)
 def test_report_times_the_target_accuracy_only_where_it_was_reached(real_run, tmp_path):
     result = runner.invoke(app, ["plot", str(real_run), "-o", str(tmp_path), "--report", "--target-accuracy", "0.3"])
     assert result.exit_code == 0, result.output
@@ -337,6 +340,7 @@ def test_report_times_the_target_accuracy_only_where_it_was_reached(real_run, tm
     assert result.exit_code == 2 and "--target-accuracy must be in (0, 1]" in result.output
 
 
+@pytest.mark.slow  # (seconds: the everyday lane keeps its cheaper siblings)
 def test_the_report_table_reads_like_the_console_table(real_run, tmp_path):
     """30 iterations give no confidence interval: the report says n/a, as the console does, not nan."""
     assert runner.invoke(app, ["plot", str(real_run), "-o", str(tmp_path), "--report"]).exit_code == 0
@@ -356,6 +360,7 @@ def test_report_names_the_variants_that_missed_the_target(real_run, tmp_path):
     assert list(reached["variant"]) == ["FR s=1"]
 
 
+@pytest.mark.slow  # (seconds: the everyday lane keeps its cheaper siblings)
 def test_not_a_results_directory_exits_2(tmp_path):
     done = subprocess.run(
         [sys.executable, "-c", "from gcbench.cli import main; main()", "plot", str(tmp_path)],
@@ -380,6 +385,7 @@ def test_no_runs_at_all_is_a_message(tmp_path, monkeypatch):
     assert result.exit_code == 2 and "no results directories under results/" in result.output
 
 
+@pytest.mark.slow  # (seconds: the everyday lane keeps its cheaper siblings)
 def test_without_runs_named_the_latest_is_plotted_beside_itself(sim_run, tmp_path, monkeypatch):
     import shutil
 

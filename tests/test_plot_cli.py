@@ -137,6 +137,7 @@ def test_without_iterations_planned_the_total_comes_from_the_scenario(tmp_path):
     assert result.exit_code == 0 and "partial: 6 of 100 iterations (run running)" in result.output
 
 
+@pytest.mark.slow  # (seconds: the everyday lane keeps its cheaper siblings)
 def test_a_complete_run_says_nothing_about_being_partial(tmp_path):
     for name, status in (("old", None), ("new", "complete")):
         run = make_run(tmp_path / name, **({"status": status} if status else {}))

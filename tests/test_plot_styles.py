@@ -32,6 +32,7 @@ def test_an_uncurated_scheme_gets_a_valid_colour_no_curated_scheme_has():
         assert tuple(colour) not in curated, name
 
 
+@pytest.mark.slow  # (seconds: the everyday lane keeps its cheaper siblings)
 def test_an_uncurated_schemes_colour_is_the_same_in_every_process():
     """crc32 of the name, not Python's hash(), which a fresh process salts differently."""
     probe = f"from gcbench.plot.style import scheme_colour; print([tuple(scheme_colour(n)) for n in {UNKNOWN!r}])"

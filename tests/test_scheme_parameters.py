@@ -63,6 +63,7 @@ def test_negative_seed_is_refused():
         make_scheme("cr", n=4, s=1, seed=-3)
 
 
+@pytest.mark.slow  # (seconds: the everyday lane keeps its cheaper siblings)
 def test_ill_conditioned_construction_is_refused_with_its_condition_number():
     with pytest.raises(SchemeParameterError, match="numerically unusable for n=18, s=8.*condition number 1.4e"):
         make_scheme("cyclic_mds", n=18, s=8)

@@ -311,6 +311,7 @@ def trained_run(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow  # (seconds: the everyday lane keeps its cheaper siblings)
 def test_plot_draws_loss_and_accuracy_against_simulated_time(trained_run, tmp_path):
     from gcbench.plot import figures
     from gcbench.plot.runs import load_run
