@@ -61,7 +61,7 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """`pytest -m "not slow"` is the everyday lane (about a minute); CI runs everything."""
+    """`pytest -m "not slow"` is the everyday lane (under two minutes); CI runs everything."""
     for item in items:
         if "local_ray" in item.fixturenames or item.path.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
