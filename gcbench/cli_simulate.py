@@ -23,7 +23,10 @@ RESULT_FILES = ("iterations.parquet", "workers.parquet", "run.json", "summary.cs
 
 
 def check_scenario(path: Path, console: Console, overrides: dict[str, Any] | None = None) -> None:
+    """Validate as a run would, up to the engine of each variant (a variant its engine cannot run is refused
+    here, as the run would refuse it), and say what the scenario holds."""
     points = load_scenario(path, overrides)
+    engines(points)
     scenario = points[0].scenario
     console.print(
         f"{path}: valid — {scenario.workers} workers, {len(scenario.variants)} variants, "

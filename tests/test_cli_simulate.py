@@ -251,3 +251,17 @@ def test_jobs_must_be_at_least_one(tmp_path):
     scenario.write_text(TINY)
     result = runner.invoke(app, ["simulate", str(scenario), "--jobs", "0", "--out", str(tmp_path / "r")])
     assert result.exit_code == 2 and "--jobs" in result.output and not (tmp_path / "r").exists()
+
+
+def test_check_refuses_what_the_run_s_engine_would_refuse(tmp_path):
+    """--check validates up to each variant's engine: a variant the chosen engine cannot run is the run's own
+    one-sentence error (exit 2) at --check, not only once the run starts."""
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY.replace("{scheme: fr, s: 1}", "{scheme: uncoded, policy: {name: k_async, k: 3}}"))
+    checked = runner.invoke(app, ["simulate", "--check", str(scenario), "--engine", "vectorised"])
+    ran = runner.invoke(app, ["simulate", str(scenario), "--engine", "vectorised", "--out", str(tmp_path / "o")])
+    assert checked.exit_code == ran.exit_code == 2, checked.output
+    error = [line for line in checked.output.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and error == [line for line in ran.output.splitlines() if line.startswith("error:")]
+    assert "valid" not in checked.output
+    assert runner.invoke(app, ["simulate", "--check", str(scenario)]).exit_code == 0  # auto runs it on the event engine
