@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from gcbench.coding._base import Layout, Scheme
-from gcbench.coding._errors import SchemeParameterError
+from gcbench.coding._errors import SchemeParameterError, check_int
 from gcbench.coding._supports import support_layout
 from gcbench.coding.cyclic_repetition import cyclic_support
 from gcbench.coding.fractional_repetition import FractionalRepetition
@@ -51,13 +51,16 @@ class PipelinedMixin:
         Every worker follows one global schedule, so in CR each partition is computed fresh by exactly one
         worker every step, and a partition's gradient is refreshed every s + 1 steps."""
         order = self.partitions(worker)
-        return (order[step % len(order)],)
+        return (order[self._step(step) % len(order)],)
 
     def scheduled_ages(self, worker: int, step: int) -> dict[int, int]:
         """Steps by which each cached partition gradient is old at ``step`` when every job completed (warm-up at
         step 0): the schedule the recorded staleness follows; at most min(step, s)."""
-        order = self.partitions(worker)
+        order, step = self.partitions(worker), self._step(step)
         return {j: min(step, (step - position) % len(order)) for position, j in enumerate(order)}
+
+    def _step(self, step: int) -> int:
+        return check_int(self.name, "step", step, 0, 2**63 - 1)
 
 
 def used_staleness(scheme, results, step: int) -> float:
