@@ -103,7 +103,8 @@ class SynchronousMaster:
         while reason is None:
             self._dispatch(t)
             if self._nothing_more(t) and wake == INF:
-                raise stuck_iteration(self.variant.display_label(), t, self.scheme, self.policy)
+                answered = int(self.rec.used[t].sum())
+                raise stuck_iteration(self.variant.display_label(), t, self.scheme, self.policy, cluster.dead, answered)
             until = start + wake
             if limit < until:
                 until = limit
