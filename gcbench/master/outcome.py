@@ -56,6 +56,23 @@ def stuck_iteration(label: str, t: int, scheme: Scheme, policy, dead: Iterable[i
     )
 
 
+def certainly_stuck(scenario, variant, scheme: Scheme) -> RunStuck | None:
+    """The error every run of this variant raises, whatever its draws, where the scenario alone shows that it can
+    never finish; None where that is left to chance (a crash only likely is never predicted).
+
+    What is certain: with crash probability 1 and no downtime every worker crashes for good in its first job,
+    so nothing ever arrives, and the master stops at iteration (or update) 0 with this sentence."""
+    failures = scenario.failures
+    if getattr(failures, "probability", None) != 1.0 or getattr(failures, "downtime", 0.0) is not None:
+        return None
+    label, policy = variant.display_label(), variant.policy
+    if getattr(policy, "real_only", False):  # no master runs it (allreduce)
+        return None
+    if policy.synchronous:
+        return stuck_iteration(label, 0, scheme, policy, range(scheme.n), 0)
+    return stuck_update(label, 0, policy)
+
+
 def name_workers(workers: list[int], most: int = 10) -> str:
     """'worker 2', 'workers 1 and 2', 'workers 0, 1 and 3'; beyond ``most``, the first ones and how many more."""
     if not workers:
