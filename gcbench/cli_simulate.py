@@ -166,7 +166,9 @@ def print_summary(summary: pd.DataFrame, sweep_columns: list[str], console: Cons
             console.print(
                 "Asynchronous policies: an iteration is one model update from k results, "
                 "and staleness is how many updates old the used results were on average; "
-                "their speedup over synchronous iterations is not comparable (n/a)."
+                "their speedup over synchronous iterations is not comparable (n/a). "
+                "Pipelined schemes: staleness is the mean age, in steps, of the oldest cached partition gradient "
+                "a decode used."
             )
 
 
