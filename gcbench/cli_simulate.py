@@ -17,7 +17,7 @@ from gcbench.results.metadata import new_run_directory, run_metadata
 from gcbench.results.store import write_metadata
 from gcbench.scenario import load_scenario
 from gcbench.scenario.loading import SweepPoint
-from gcbench.sim.runner import engines, link_model, stream_points, task_count
+from gcbench.sim.runner import engines, link_model, refuse_certain_stops, stream_points, task_count
 
 RESULT_FILES = ("iterations.parquet", "workers.parquet", "run.json", "summary.csv")
 
@@ -27,6 +27,7 @@ def check_scenario(path: Path, console: Console, overrides: dict[str, Any] | Non
     here, as the run would refuse it), and say what the scenario holds."""
     points = load_scenario(path, overrides)
     engines(points)
+    refuse_certain_stops(points)  # a run the scenario alone shows can never finish: the run's sentence
     scenario = points[0].scenario
     console.print(
         f"{path}: valid — {scenario.workers} workers, {len(scenario.variants)} variants, "
@@ -165,7 +166,9 @@ def print_summary(summary: pd.DataFrame, sweep_columns: list[str], console: Cons
             console.print(
                 "Asynchronous policies: an iteration is one model update from k results, "
                 "and staleness is how many updates old the used results were on average; "
-                "their speedup over synchronous iterations is not comparable (n/a)."
+                "their speedup over synchronous iterations is not comparable (n/a). "
+                "Pipelined schemes: staleness is the mean age, in steps, of the oldest cached partition gradient "
+                "a decode used."
             )
 
 

@@ -113,6 +113,59 @@ def test_a_run_that_cannot_progress_exits_2(tmp_path):
     assert done.returncode == 2 and "can never finish" in done.stderr
 
 
+CERTAIN_DEATH = "failures: {model: crash, probability: 1.0, downtime: null}\nvariants:"
+
+
+def certain_death_variants() -> list[dict]:
+    """A variant of every policy a master runs (from the registry), synchronous ones with both fallbacks."""
+    from gcbench.policies import POLICIES
+
+    variants = []
+    for name in POLICIES.names():
+        cls = POLICIES.get(name)
+        if getattr(cls, "real_only", False):
+            continue
+        policy = {"name": name, **{f: 2 for f, field in cls.model_fields.items() if field.is_required()}}
+        if cls.synchronous:
+            variants += [{"scheme": "cr", "s": 1, "policy": {**policy, "fallback": f}} for f in ("wait", "approximate")]
+        else:
+            variants.append({"scheme": "uncoded", "policy": policy})
+    return variants
+
+
+@pytest.mark.parametrize("variant", certain_death_variants(), ids=lambda v: json.dumps(v["policy"]))
+def test_check_refuses_what_certainly_never_finishes_in_the_runs_own_sentence(tmp_path, variant):
+    """Crash probability 1 without downtime: every worker crashes for good in its first job, whatever the draws,
+    so --check says what the run says, word for word, and exits 2."""
+    scenario = tmp_path / "dead.yaml"
+    scenario.write_text(TINY.split("variants:")[0] + f"{CERTAIN_DEATH} [{json.dumps(variant)}]\n")
+    checked = runner.invoke(app, ["simulate", "--check", str(scenario)])
+    ran = runner.invoke(app, ["simulate", str(scenario), "--out", str(tmp_path / "o")])
+    assert checked.exit_code == ran.exit_code == 2, checked.output
+    assert checked.stderr == ran.stderr and checked.stderr.count("\n") == 1
+    assert "0 can never finish (" in checked.stderr and "valid" not in checked.stdout
+
+
+def test_check_names_the_first_certain_stop_of_a_sweep_and_accepts_what_is_left_to_chance(tmp_path):
+    scenario = tmp_path / "crash.yaml"
+    scenario.write_text(TINY.replace("variants:", CERTAIN_DEATH))
+    done = gcbench("simulate", "--check", str(scenario))
+    assert done.returncode == 2 and "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+    assert done.stderr == (
+        "error: variant 'uncoded': iteration 0 can never finish (6 of 6 workers crashed for good (workers 0, 1, 2, "
+        "3, 4 and 5), 0 answered; too many for uncoded with s=0 under wait_all); give failures.downtime or "
+        "policy.fallback: approximate.\n"
+    )
+    swept = TINY.replace("variants:", CERTAIN_DEATH).replace("probability: 1.0, downtime", "probability: 0.0, downtime")
+    scenario.write_text(swept.replace("sweep: {straggling.slowdown: [2, 8]}", "sweep: {failures.probability: [0, 1]}"))
+    checked = runner.invoke(app, ["simulate", "--check", str(scenario)])
+    assert checked.exit_code == 2 and "variant 'uncoded': iteration 0 can never finish (6 of 6" in checked.stderr
+    for chance in ("probability: 0.99, downtime: null", "probability: 1.0, downtime: 0.5", "rate: 1e6"):
+        scenario.write_text(TINY.replace("variants:", f"failures: {{model: crash, {chance}}}\nvariants:"))
+        checked = runner.invoke(app, ["simulate", "--check", str(scenario)])
+        assert checked.exit_code == 0, (chance, checked.output)
+
+
 def test_rerunning_into_a_folder_leaves_no_stale_workers_table(tmp_path):
     scenario = tmp_path / "tiny.yaml"
     scenario.write_text(TINY)

@@ -76,7 +76,8 @@ POLICIES = st.one_of(
 @st.composite
 def one_message_schemes(draw, n: int) -> dict:
     """Any registered scheme, with an (s, parameters) of its own test parameter sets for n workers, whose workers
-    send one message each: the vectorised engine sends a worker's messages together, so it refuses the others."""
+    send one message each: the vectorised engine sends a worker's messages together, so it refuses the others; and
+    not a pipelined one, whose staleness (the ages of its workers' caches) only the event engine's master keeps."""
     name = draw(st.sampled_from(available_schemes()))
     admitted = valid_parameter_sets(name, n)
     assume(admitted)
@@ -85,7 +86,7 @@ def one_message_schemes(draw, n: int) -> dict:
         scheme = make_scheme(name, n=n, s=s, **params)
     except SchemeParameterError:  # refused as numerically unusable
         assume(False)
-    assume(not sends_several(scheme))
+    assume(not sends_several(scheme) and not scheme.pipelined)
     return {"scheme": name, "s": s, **params}
 
 
@@ -201,7 +202,8 @@ def one_message_instance(name: str, n: int) -> dict | None:
     admitted = valid_parameter_sets(name, n)
     for s, params in admitted[len(admitted) // 2 :] + admitted[: len(admitted) // 2]:
         try:
-            if not sends_several(make_scheme(name, n=n, s=s, **params)):
+            scheme = make_scheme(name, n=n, s=s, **params)
+            if not sends_several(scheme) and not scheme.pipelined:  # (the vectorised engine refuses them)
                 return {"scheme": name, "s": s, **params}
         except SchemeParameterError:
             continue
@@ -273,7 +275,9 @@ def test_every_shipped_scenario_runs_the_same_on_both_engines(path):
         untrained = point.scenario.training.model_copy(update={"in_simulator": False})
         point = SweepPoint(point.values, point.scenario.model_copy(update={"iterations": 40, "training": untrained}))
         for index, variant in enumerate(point.scenario.variants):
-            if variant.policy.synchronous:
+            if scheme_for(point.scenario, variant).pipelined:
+                assert engine_for(point.scenario, variant) == "event"  # the only engine that keeps cache ages
+            elif variant.policy.synchronous:
                 assert_engines_agree(point, index)
             else:
                 assert_asynchronous_engines_agree(point, index)
@@ -286,6 +290,10 @@ def test_auto_takes_the_fast_path_only_for_synchronous_policies():
     assert engine_for(point.scenario, asynchronous) == "event"
     event = point.scenario.model_copy(update={"engine": "event"})
     assert engine_for(event, synchronous) == "event"
+    pipelined = _point(variants=[{"scheme": "pipelined_cr", "s": 1}]).scenario
+    assert engine_for(pipelined, pipelined.variants[0]) == "event"  # its staleness: the master's cache ages
+    with pytest.raises(GcbenchError, match="engine: vectorised keeps no worker caches, and variant 'pipelined_cr"):
+        engine_for(pipelined.model_copy(update={"engine": "vectorised"}), pipelined.variants[0])
     late = _point(variants=[{"scheme": "fr", "s": 1}], network=SHARED, stale_work="finish").scenario
     assert engine_for(late, late.variants[0]) == "event"  # late work shares the link: the fast path cannot say so
     assert engine_for(late.model_copy(update={"stale_work": "abandon"}), late.variants[0]) == "vectorised"

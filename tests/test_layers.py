@@ -167,7 +167,7 @@ def test_the_master_and_its_protocol_name_no_engine(layer):
 
 def test_coding_needs_only_numpy_and_scipy_outside_gcbench():
     stdlib = {"abc", "collections", "contextlib", "dataclasses", "typing", "itertools", "math", "functools", "sys"}
-    stdlib |= {"__future__"}
+    stdlib |= {"__future__", "numbers", "operator"}
     optional = {"threadpoolctl"}  # used when installed (gcbench/coding/_threads.py; tests/test_coding_threads.py)
     for layer, path in source_files():
         if layer == "coding":

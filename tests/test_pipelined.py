@@ -129,6 +129,37 @@ def test_a_crash_loses_the_cache_and_the_next_job_refills_it():
     assert np.isfinite(rec.loss).all()
 
 
+CRASHES = {"model": "crash", "probability": 0.15, "downtime": 0.05}
+
+
+@pytest.mark.parametrize(
+    ("name", "policy", "fields"),
+    [
+        ("pipelined_cr", "decodable", {}),  # abandoned straggler steps: ages beyond s
+        ("pipelined_fr", "decodable", {"stale_work": "finish"}),
+        ("pipelined_cr", {"name": "fastest_k", "k": 4}, {"failures": CRASHES, "stale_work": "finish"}),
+        ("pipelined_fr", {"name": "deadline", "deadline": 0.03, "fallback": "approximate"}, {"failures": CRASHES}),
+    ],
+    ids=["cr-abandon", "fr-finish", "cr-fastest_k-crashes-finish", "fr-deadline-crashes-abandon"],
+)
+def test_a_timing_only_run_records_the_staleness_the_trained_run_records(name, policy, fields):
+    """The ages of the cached partition gradients a decode uses follow from the timing alone: the run that
+    computes no gradients (on the engine `gcbench simulate` chooses) records the trained run's column."""
+    from test_sim_training import trained
+
+    from gcbench.scenario.loading import SweepPoint
+    from gcbench.sim.runner import simulate_points
+
+    sc = trained(iterations=30, variants=[{"scheme": name, "s": 2, "policy": policy}], **fields)
+    timing = sc.model_copy(update={"training": sc.training.model_copy(update={"in_simulator": False})})
+    (with_training, _), (alone, _) = (simulate_points([SweepPoint({}, s)], jobs=1) for s in (sc, timing))
+    np.testing.assert_array_equal(alone["duration"], with_training["duration"])
+    np.testing.assert_array_equal(alone["staleness"], with_training["staleness"])
+    assert alone["staleness"].max() > 0 and (alone["staleness"] <= alone["iteration"]).all()
+    if fields == {}:
+        assert alone["staleness"].max() > 2  # a lost step leaves a partition older than s
+
+
 def _trained(**fields):
     from test_sim_training import trained
 

@@ -8,6 +8,7 @@ import pytest
 
 from gcbench.results.schema import ITERATION_COLUMNS, WORKER_COLUMNS
 from gcbench.scenario.build import scheme_for
+from gcbench.scenario.draws import draw_run
 from gcbench.scenario.loading import SweepPoint
 from gcbench.sim.runner import simulate_points
 from gcbench.sim.synchronous import SimulationStuck, simulate_synchronous
@@ -86,6 +87,28 @@ def test_permanent_crashes_beyond_tolerance_stop_with_a_clear_error():
     p = point(variants=[{"scheme": "cr", "s": 1}], failures=CRASH_FOREVER, iterations=3)
     with pytest.raises(SimulationStuck, match="iteration 0 can never finish .* policy.fallback: approximate"):
         simulate_points([p])
+
+
+@pytest.mark.parametrize("engine", ["vectorised", "event"])
+def test_can_never_finish_names_the_workers_crashed_for_good_and_counts_those_that_answered(engine):
+    """CR with s = 1 on 6 workers, crashes for good: the run stops at the first iteration by which two workers
+    have crashed, and the error names them, from the run's own draws (every live worker starts each iteration's
+    job at its start, so each drawn crash happens)."""
+    failures = {"model": "crash", "probability": 0.1, "downtime": None}
+    sc = scenario(variants=[{"scheme": "cr", "s": 1}], failures=failures, iterations=60, engine=engine)
+    crash = draw_run(sc, scheme_for(sc, sc.variants[0]), 0).crash
+    ever = np.logical_or.accumulate(crash, axis=0)
+    t = int(np.flatnonzero(ever.sum(axis=1) >= 2)[0])
+    dead = np.flatnonzero(ever[t]).tolist()
+    names = f"worker {dead[0]}" if len(dead) == 1 else f"workers {', '.join(map(str, dead[:-1]))} and {dead[-1]}"
+    expected = (
+        f"variant 'cr(s=1)/decodable': iteration {t} can never finish ({len(dead)} of 6 workers crashed for good "
+        f"({names}), {6 - len(dead)} answered; too many for cr with s=1 under decodable); give failures.downtime "
+        "or policy.fallback: approximate."
+    )
+    with pytest.raises(SimulationStuck) as raised:
+        simulate_points([SweepPoint({}, sc)])
+    assert str(raised.value) == expected
 
 
 def test_recoverable_crashes_finish_every_iteration_and_are_recorded():

@@ -11,7 +11,7 @@ Public API::
 from gcbench.coding._base import CONDITION_LIMIT, Scheme
 from gcbench.coding._builtin import BUILTIN_SCHEMES
 from gcbench.coding._conditioning import ConditionReport
-from gcbench.coding._errors import NotDecodable, SchemeParameterError
+from gcbench.coding._errors import NotDecodable, SchemeParameterError, is_integer, is_real, plain
 from gcbench.coding._linear import Decoding
 from gcbench.coding._registry import available_schemes, make_scheme, register_scheme, scheme_class
 
@@ -24,7 +24,10 @@ __all__ = [
     "Scheme",
     "SchemeParameterError",
     "available_schemes",
+    "is_integer",
+    "is_real",
     "make_scheme",
+    "plain",
     "register_scheme",
     "scheme_class",
 ]

@@ -8,6 +8,7 @@ decoding weights, their cache, conditioning) is shared here.
 from __future__ import annotations
 
 import abc
+import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ import numpy as np
 
 from gcbench.coding._apply import combine_into, empty_like_vector, pad_to, weighted_sum_into
 from gcbench.coding._conditioning import ConditionReport, condition_report
-from gcbench.coding._errors import NotDecodable, SchemeParameterError, check_int, check_like_default
+from gcbench.coding._errors import NotDecodable, SchemeParameterError, check_int, check_like_default, plain
 from gcbench.coding._linear import Decoding, least_squares_weights, make_decoding, targets
 from gcbench.coding._threads import on_one_blas_thread, one_blas_thread
 
@@ -73,6 +74,7 @@ class Scheme(abc.ABC):
         if unknown:
             takes = ", ".join(sorted(self.defaults)) or "no extra parameters"
             raise SchemeParameterError(f"{self.name} does not take the parameter '{unknown[0]}'; it takes {takes}.")
+        params = {key: plain(value) for key, value in params.items()}  # numpy numbers stored as Python's
         for key, value in params.items():
             check_like_default(self.name, key, value, self.defaults[key])
         self.n = check_int(self.name, "n", n, 1, MAX_WORKERS)
@@ -178,6 +180,7 @@ class Scheme(abc.ABC):
 
     def ready_after(self, message_id: int) -> int:
         """How many of its owner's partitions must be computed before this message exists."""
+        message_id = check_int(self.name, "message_id", message_id, 0, len(self.message_owner) - 1)
         order = self._partitions[self.message_owner[message_id]]
         used = np.flatnonzero(np.any(self.coefficients[message_id] != 0.0, axis=0))
         return max(order.index(j) for j in used) + 1
@@ -200,7 +203,7 @@ class Scheme(abc.ABC):
     # -- decodability and weights ------------------------------------------------
     def can_decode(self, message_ids: Iterable[int]) -> bool:
         """Whether these received messages determine the gradient (approximately, for approximate schemes)."""
-        key = tuple(sorted(set(message_ids)))
+        key = message_key(message_ids)
         verdict = self._structural_verdict(key)
         if verdict is not None:
             return verdict
@@ -209,7 +212,7 @@ class Scheme(abc.ABC):
     def decoding(self, received: Mapping[int, Sequence[Any]] | Iterable[int]) -> Decoding:
         """Weights, residual and conditioning for a received set (worker -> messages, or message ids)."""
         ids = self._gather(received)[0] if isinstance(received, Mapping) else list(received)
-        key = tuple(sorted(set(ids)))
+        key = message_key(ids)
         found = self._cached_decoding(key)
         if found is None:
             workers = sorted({int(self.message_owner[i]) for i in key})
@@ -218,7 +221,7 @@ class Scheme(abc.ABC):
 
     def approximate_decoding(self, message_ids: Iterable[int]) -> Decoding:
         """The scheme's best estimate from any non-empty set, with its residual (exact or not)."""
-        key = tuple(sorted(set(message_ids)))
+        key = message_key(message_ids)
         if not key:
             raise NotDecodable(f"{self.name} received no message.")
         if key not in self._approximate:
@@ -233,7 +236,7 @@ class Scheme(abc.ABC):
         Exactness is the decode's, not the scheme's: an approximate scheme that
         received everything decodes exactly too.
         """
-        key = tuple(sorted(set(message_ids)))
+        key = message_key(message_ids)
         if not key:
             return False, float("inf")
         structural = self._structural_quality(key)
@@ -398,6 +401,13 @@ class Scheme(abc.ABC):
     def __repr__(self) -> str:
         extra = "".join(f", {k}={v!r}" for k, v in self.params.items())
         return f"make_scheme({self.name!r}, n={self.n}, s={self.s}{extra})"
+
+
+def message_key(message_ids: Iterable[int]) -> tuple[int, ...]:
+    """Received message ids (Python's or numpy's integers) as the sorted tuple of Python ints the caches use."""
+    if isinstance(message_ids, np.ndarray):
+        return tuple(sorted(set(message_ids.tolist())))
+    return tuple(sorted(set(map(operator.index, message_ids))))
 
 
 def kth_smallest(values: np.ndarray, k: int) -> np.ndarray:

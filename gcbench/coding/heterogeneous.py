@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from gcbench.coding._errors import bad_parameter
+from gcbench.coding._errors import bad_parameter, is_real
 from gcbench.coding._supports import BlockRepetition
 
 
@@ -55,7 +55,7 @@ class HeterogeneousRepetition(BlockRepetition):
 
     def _check_parameters(self) -> None:
         speeds = self.params["speeds"]
-        valid = all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in speeds)
+        valid = all(is_real(v) and math.isfinite(v) for v in speeds)
         if speeds and not (len(speeds) == self.n and valid and min(speeds) > 0):
             expected = f"empty (equal speeds) or a list of n={self.n} positive numbers"
             raise bad_parameter(self.name, "speeds", expected, speeds)

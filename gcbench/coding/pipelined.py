@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from gcbench.coding._base import Layout, Scheme
-from gcbench.coding._errors import SchemeParameterError
+from gcbench.coding._errors import SchemeParameterError, check_int
 from gcbench.coding._supports import support_layout
 from gcbench.coding.cyclic_repetition import cyclic_support
 from gcbench.coding.fractional_repetition import FractionalRepetition
@@ -51,13 +51,46 @@ class PipelinedMixin:
         Every worker follows one global schedule, so in CR each partition is computed fresh by exactly one
         worker every step, and a partition's gradient is refreshed every s + 1 steps."""
         order = self.partitions(worker)
-        return (order[step % len(order)],)
+        return (order[self._step(step) % len(order)],)
 
     def scheduled_ages(self, worker: int, step: int) -> dict[int, int]:
         """Steps by which each cached partition gradient is old at ``step`` when every job completed (warm-up at
         step 0): the schedule the recorded staleness follows; at most min(step, s)."""
-        order = self.partitions(worker)
+        order, step = self.partitions(worker), self._step(step)
         return {j: min(step, (step - position) % len(order)) for position, j in enumerate(order)}
+
+    def _step(self, step: int) -> int:
+        return check_int(self.name, "step", step, 0, 2**63 - 1)
+
+
+def due_partitions(scheme, worker: int, step: int, cached) -> list[int]:
+    """What a pipelined worker's job of ``step`` computes: the scheduled partition, and every held one its cache
+    (``cached``: the partitions it holds a gradient of) lacks, so the first job, or the first after a crash,
+    fills the cache."""
+    held = scheme.partitions(worker)
+    return list(dict.fromkeys([*scheme.computes(worker, step), *(j for j in held if j not in cached)]))
+
+
+class CachedVersions:
+    """Each worker's cache as versions only: partition -> the step whose weights computed its cached gradient.
+
+    What the training workers' caches (gcbench/training/cache.py) report with each result, kept by the master
+    from the timing alone when the run computes no gradients, so the recorded staleness is the same."""
+
+    def __init__(self, scheme) -> None:
+        self.scheme = scheme
+        self.entries: list[dict[int, int]] = [{} for _ in range(scheme.n)]
+
+    def computed(self, worker: int, step: int, version: int) -> dict[int, int]:
+        """A job of ``step`` on the weights of ``version`` delivered its result: the cache's versions after it."""
+        entries = self.entries[worker]
+        for j in due_partitions(self.scheme, worker, step, entries):
+            entries[j] = version
+        return dict(entries)
+
+    def lost(self, worker: int) -> None:
+        """The worker's process is gone, and its cache with it."""
+        self.entries[worker].clear()
 
 
 def used_staleness(scheme, results, step: int) -> float:

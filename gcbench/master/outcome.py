@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from gcbench.coding import Scheme
@@ -43,12 +45,43 @@ def decoding_quality(rec: RunRecorder, scheme: Scheme, rows: np.ndarray | None =
         rec.exact[t], rec.residual[t] = scheme.decode_quality(np.flatnonzero(rec.used[t]))
 
 
-def stuck_iteration(label: str, t: int, scheme: Scheme, policy) -> SimulationStuck:
+def stuck_iteration(label: str, t: int, scheme: Scheme, policy, dead: Iterable[int], answered: int) -> SimulationStuck:
+    """Iteration t can never finish: who crashed for good (``dead``), how many workers ``answered``, and why that
+    is too few."""
+    dead = sorted(int(w) for w in dead)
     return SimulationStuck(
-        f"variant '{label}': iteration {t} can never finish "
-        f"(too many workers crashed for good for {scheme.name} with s={scheme.s} under "
+        f"variant '{label}': iteration {t} can never finish ({len(dead)} of {scheme.n} workers crashed for good "
+        f"({name_workers(dead)}), {answered} answered; too many for {scheme.name} with s={scheme.s} under "
         f"{policy.name}); {policy.stuck_hint()}."
     )
+
+
+def certainly_stuck(scenario, variant, scheme: Scheme) -> RunStuck | None:
+    """The error every run of this variant raises, whatever its draws, where the scenario alone shows that it can
+    never finish; None where that is left to chance (a crash only likely is never predicted).
+
+    What is certain: with crash probability 1 and no downtime every worker crashes for good in its first job,
+    so nothing ever arrives, and the master stops at iteration (or update) 0 with this sentence."""
+    failures = scenario.failures
+    if getattr(failures, "probability", None) != 1.0 or getattr(failures, "downtime", 0.0) is not None:
+        return None
+    label, policy = variant.display_label(), variant.policy
+    if getattr(policy, "real_only", False):  # no master runs it (allreduce)
+        return None
+    if policy.synchronous:
+        return stuck_iteration(label, 0, scheme, policy, range(scheme.n), 0)
+    return stuck_update(label, 0, policy)
+
+
+def name_workers(workers: list[int], most: int = 10) -> str:
+    """'worker 2', 'workers 1 and 2', 'workers 0, 1 and 3'; beyond ``most``, the first ones and how many more."""
+    if not workers:
+        return "no worker"
+    if len(workers) == 1:
+        return f"worker {workers[0]}"
+    if len(workers) > most:
+        return f"workers {', '.join(map(str, workers[:most]))} and {len(workers) - most} more"
+    return f"workers {', '.join(map(str, workers[:-1]))} and {workers[-1]}"
 
 
 def timed_out_iteration(t: int, timeout: float, answered: int, n: int) -> ClusterTimeout:

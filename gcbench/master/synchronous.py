@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from gcbench.cluster import Cluster, Failure, Result
-from gcbench.coding.pipelined import used_staleness
+from gcbench.coding.pipelined import CachedVersions, used_staleness
 from gcbench.master.learner import Learner
 from gcbench.master.messages import message_ids, whole_jobs
 from gcbench.master.outcome import stuck_iteration, timed_out_iteration
@@ -58,6 +58,11 @@ class SynchronousMaster:
         if sends_several(scheme) and rec.messages is None:  # (a resumed real run's holds its checkpoint's rows)
             rec.messages = MessageLog()
         self.log = rec.messages
+        # a pipelined run that computes no gradients: the caches' versions, from the timing alone (a result that
+        # computed gradients reports its worker's); a job computes on the weights of the iteration it was sent in
+        self.ages = CachedVersions(scheme) if scheme.pipelined and learner is None else None
+        self.sent_in: dict = {}  # job -> the iteration in progress when it was submitted
+        self.current = 0
         for column in (rec.compute_start, rec.compute_end, rec.arrival):
             column[:] = np.nan  # a job that never started has no times
 
@@ -87,7 +92,7 @@ class SynchronousMaster:
 
     def iteration(self, t: int) -> None:
         cluster, rec = self.cluster, self.rec
-        start = cluster.now
+        start, self.current = cluster.now, t
         if self.learner is not None:
             cluster.publish(self.learner.weights())
         for w in range(self.scheme.n):
@@ -103,7 +108,8 @@ class SynchronousMaster:
         while reason is None:
             self._dispatch(t)
             if self._nothing_more(t) and wake == INF:
-                raise stuck_iteration(self.variant.display_label(), t, self.scheme, self.policy)
+                answered = int(self.rec.used[t].sum())
+                raise stuck_iteration(self.variant.display_label(), t, self.scheme, self.policy, cluster.dead, answered)
             until = start + wake
             if limit < until:
                 until = limit
@@ -132,7 +138,9 @@ class SynchronousMaster:
             self.held.discard(w)
             jobs, self.pending[w] = sorted(self.pending[w]), []
             for i, (row, crash) in enumerate(jobs):
-                cluster.submit(w, row, row, crash, row)
+                job = cluster.submit(w, row, row, crash, row)
+                if self.ages is not None:
+                    self.sent_in[job] = self.current
                 if not crash:
                     continue
                 self.rec.failed[row, w] = True
@@ -164,6 +172,8 @@ class SynchronousMaster:
             )  # fmt: skip
             if event.injected == event.injected:  # measured by a real worker (NaN: the modelled draw stands)
                 rec.injected[row, w] = event.injected
+            if self.ages is not None:
+                self._age(event)
             used = row == t and not event.abandoned
             if self.log is not None:
                 self._log(event, used)
@@ -174,10 +184,20 @@ class SynchronousMaster:
                 return True
             return False
         if kind is Failure:
+            if self.ages is not None:
+                self.ages.lost(event.worker)
+                self.sent_in.pop(event.job, None)
             self._lost(event, t)
         # a drawn crash was noted at submission, and after a Restart the next dispatch submits the worker's
         # pending jobs
         return False
+
+    def _age(self, result: Result) -> None:
+        """What a training worker's cache would report with this result (none for abandoned work, which
+        computes nothing)."""
+        version = self.sent_in.pop(result.job, self.current)
+        if not result.abandoned:
+            result.versions = self.ages.computed(result.job.worker, result.job.row, version)
 
     def _log(self, result: Result, used: bool) -> None:
         w, own = result.job.worker, self.scheme.messages(result.job.worker)
@@ -205,14 +225,16 @@ class SynchronousMaster:
         rec.start[t], rec.duration[t], rec.end[t], rec.reason[t] = start, stop, start + stop, reason
         if not self.finish_stale:
             self.cluster.abandon(self.cluster.running((t,)))
+            if self.sent_in:  # abandoned work computes nothing
+                self.sent_in = {job: sent for job, sent in self.sent_in.items() if job.job != t}
             for w in list(self.held):
                 self.pending[w] = [(row, crash) for row, crash in self.pending[w] if row != t]
                 if not self.pending[w]:
                     self.held.discard(w)
         if self.learner is not None:
             rec.loss[t] = self.learner.update(whole_jobs(self.received), rescale=False)
-            if self.scheme.pipelined:  # the oldest cached partition gradient the decode used
-                rec.staleness[t] = used_staleness(self.scheme, self.received, t)
+        if self.scheme.pipelined:  # the oldest cached partition gradient the decode used
+            rec.staleness[t] = used_staleness(self.scheme, self.received, t)
         unanswered = np.flatnonzero(~(rec.used[t] | rec.failed[t]))
         for w in cluster.restarting(unanswered.tolist()) if unanswered.size else ():
             rec.failed[t, w] = True  # killed while idle: a real cluster is restarting it

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from gcbench.coding import SchemeParameterError, make_scheme, scheme_class
+from gcbench.coding import SchemeParameterError, is_integer, make_scheme, scheme_class
 
 if TYPE_CHECKING:
     from gcbench.scenario.schema import Scenario, Variant
@@ -148,7 +148,7 @@ def problems_beside_field_errors(data: dict[str, Any]) -> list[str]:
     from gcbench.scenario.schema import Variant
 
     n, raw = data.get("workers"), data.get("variants")
-    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 4096 or not isinstance(raw, list):
+    if not is_integer(n) or not 1 <= n <= 4096 or not isinstance(raw, list):
         return []
     valid = []
     for i, item in enumerate(raw):

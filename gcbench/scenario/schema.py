@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, PositiveInt, field_validator, model_validator
 
+from gcbench.coding import plain
 from gcbench.models._config import Config
 from gcbench.models.distributions import Distribution
 from gcbench.models.failures import Failures, NoFailures
@@ -69,6 +70,14 @@ class Variant(Config):
     scheme: str
     s: Annotated[int, Field(ge=0)] = 0
     policy: Policy = Field(default_factory=Decodable)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_scheme_params(cls, data: Any) -> Any:
+        """The scheme's parameters (kept as given) with numpy numbers as Python's, so run.json stays JSON."""
+        if not isinstance(data, dict):
+            return data
+        return {key: value if key in cls.model_fields else plain(value) for key, value in data.items()}
 
     def scheme_params(self) -> dict[str, Any]:
         """The scheme parameters this variant gives (its keys beyond the fields above).
@@ -147,6 +156,14 @@ class Scenario(Config):
                 f"leading dot or surrounding spaces, not {name!r}"
             )
         return name
+
+    @field_validator("sweep", mode="before")
+    @classmethod
+    def _plain_sweep_values(cls, sweep: Any) -> Any:
+        # swept values become result columns and run.json: numpy numbers as Python's
+        if not isinstance(sweep, dict):
+            return sweep
+        return {key: plain(values) if isinstance(values, list) else values for key, values in sweep.items()}
 
     @field_validator("seeds")
     @classmethod

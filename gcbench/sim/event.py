@@ -80,7 +80,8 @@ def master_for(
 
 def engine_for(scenario: Scenario, variant: Variant) -> EngineName:
     """Which engine runs this variant: ``auto`` takes the vectorised fast path where it applies (never when the
-    scenario trains: only the event engine computes gradients; never for a scheme whose workers send several
+    scenario trains: only the event engine computes gradients; never for a pipelined scheme: only the event
+    engine's master keeps the workers' cache ages its staleness is; never for a scheme whose workers send several
     messages: only the event engine sends each as it is ready; never when late work shares the link with the next
     iteration's messages: the fast path gives each iteration a link of its own)."""
     if scenario.engine == "event":
@@ -88,6 +89,14 @@ def engine_for(scenario: Scenario, variant: Variant) -> EngineName:
     if scenario.training.in_simulator:
         if scenario.engine == "vectorised":
             raise GcbenchError(f"{VECTORISED_CANNOT_TRAIN}.")
+        return "event"
+    if scheme_for(scenario, variant).pipelined:
+        if scenario.engine == "vectorised":
+            raise GcbenchError(
+                f"engine: vectorised keeps no worker caches, and variant '{variant.display_label()}' uses "
+                f"{variant.scheme}, whose staleness is the age of the cached partition gradients each decode "
+                "uses; use engine: auto or event."
+            )
         return "event"
     if sends_several(scheme_for(scenario, variant)):
         if scenario.engine == "vectorised":

@@ -232,6 +232,18 @@ def engines(points: list[SweepPoint]) -> dict[str, str]:
     return {v.display_label(): engine_for(p.scenario, v) for p in points for v in p.scenario.variants}
 
 
+def refuse_certain_stops(points: list[SweepPoint]) -> None:
+    """Raise the run's own "can never finish" error, word for word, for the first variant (in task order) that
+    the scenario alone shows can never finish (gcbench.master.outcome.certainly_stuck)."""
+    from gcbench.master.outcome import certainly_stuck
+
+    for point in points:
+        for variant in point.scenario.variants:
+            stuck = certainly_stuck(point.scenario, variant, scheme_for(point.scenario, variant))
+            if stuck is not None:
+                raise stuck
+
+
 def link_model(points: list[SweepPoint], chosen: dict[str, str]) -> str | None:
     """The event engine's model of the shared link (run.json's ``link_model``), where a shared link ran on it;
     the vectorised engine's link is closed-form, the same times."""

@@ -89,7 +89,7 @@ class _Run:
         blocks = [(first, min(first + rows, b)) for first in range(a, b, rows)]
         outcomes = [self.variant.policy.stop_times(self._arrivals(first, end), self.scheme) for first, end in blocks]
         stop = np.concatenate([outcome.stop for outcome in outcomes])
-        _check_progress(stop, self.variant, self.scheme, a)
+        _check_progress(stop, self.variant, self.scheme, a, lambda row: ((), self._answered(a + row)))  # all up
         ends = origin + np.cumsum(stop)
         rec.duration[a:b], rec.end[a:b] = stop, ends
         rec.start[a] = origin
@@ -112,6 +112,9 @@ class _Run:
     def _arrivals(self, first: int, end: int) -> np.ndarray:
         return self.scenario.network.arrivals(self.busy[first:end], self.size)
 
+    def _answered(self, t: int) -> int:
+        return int(np.isfinite(self._arrivals(t, t + 1)).sum())
+
     def _step(self, t: int, now: float, down_until: np.ndarray, free_at: np.ndarray):
         rec = self.rec
         first = np.maximum(np.maximum(now, free_at), down_until)
@@ -123,7 +126,8 @@ class _Run:
         ready = begin + self.busy[t]
         arrivals = self.scenario.network.arrivals(ready - now, self.size)
         outcome = self.variant.policy.stop_times(arrivals[None, :], self.scheme)
-        _check_progress(outcome.stop, self.variant, self.scheme, t)
+        who = lambda _: (np.flatnonzero(down_until == np.inf), int(np.isfinite(arrivals).sum()))  # noqa: E731
+        _check_progress(outcome.stop, self.variant, self.scheme, t, who)
         stop = float(outcome.stop[0])
         if self.scenario.stale_work == "abandon":
             begin, ready, arrivals, crashed, down_until = self._not_started(
@@ -161,7 +165,10 @@ class _Run:
         return np.where(never, np.nan, begin), np.where(never, np.nan, ready), arrivals, crashed, down_until
 
 
-def _check_progress(stop: np.ndarray, variant: Variant, scheme: Scheme, offset: int = 0) -> None:
+def _check_progress(stop: np.ndarray, variant: Variant, scheme: Scheme, offset: int, who) -> None:
+    """Raise the master's "can never finish" error for the first iteration that cannot stop; ``who(row)``: the
+    workers crashed for good by then, and how many answered (computed only then)."""
     stuck = np.flatnonzero(~np.isfinite(stop))
     if stuck.size:
-        raise stuck_iteration(variant.display_label(), offset + int(stuck[0]), scheme, variant.policy)
+        dead, answered = who(int(stuck[0]))
+        raise stuck_iteration(variant.display_label(), offset + int(stuck[0]), scheme, variant.policy, dead, answered)

@@ -19,7 +19,7 @@ import numpy as np
 from gcbench.cluster import Cluster, Failure, Restart, Result, available_clusters, cluster_class
 from gcbench.coding import Scheme
 from gcbench.master import SynchronousMaster
-from gcbench.master.outcome import SimulationStuck
+from gcbench.master.outcome import SimulationStuck, name_workers
 from gcbench.results.recorder import RunRecorder
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.schema import Scenario
@@ -252,7 +252,9 @@ def _check_master_refuses_a_run_that_can_never_finish(name: str) -> None:
         try:
             master.run()
         except SimulationStuck as error:
-            assert "can never finish" in str(error), f"unclear error: {error}"
+            everyone = name_workers(list(range(WORKERS)))
+            who = f"({WORKERS} of {WORKERS} workers crashed for good ({everyone}), 0 answered;"
+            assert "iteration 0 can never finish " + who in str(error), f"unclear error: {error}"
         else:
             raise AssertionError("the master finished a run in which every worker died")
         finally:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gcbench.coding.pipelined import due_partitions
+
 
 class PartitionCache:
     """Worker ``worker``'s cached partition gradients under a pipelined ``scheme``."""
@@ -21,8 +23,7 @@ class PartitionCache:
 
     def due(self, step: int) -> list[int]:
         """What the job of ``step`` computes: the scheduled partition, and every held one not cached."""
-        held = self.scheme.partitions(self.worker)
-        return list(dict.fromkeys([*self.scheme.computes(self.worker, step), *(j for j in held if j not in self)]))
+        return due_partitions(self.scheme, self.worker, step, self)
 
     def missing(self) -> list[int]:
         return [j for j in self.scheme.partitions(self.worker) if j not in self]
