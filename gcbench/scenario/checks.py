@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 MAX_CHECKED_WORKERS = 128
 # The simulator holds a run's draws (iterations x workers, or x k results) in memory.
 MAX_RUN_CELLS = 10**8
-# only the event engine computes gradients (gcbench.sim.event.engine_for says the same)
+# only the event engine computes gradients (gcbench.sim.engines.engine_for says the same)
 VECTORISED_CANNOT_TRAIN = (
     "engine: vectorised computes no gradients, and training.in_simulator is true; use engine: auto or event"
 )
