@@ -11,7 +11,7 @@ from typing import ClassVar, Literal, NamedTuple
 import numpy as np
 
 from gcbench.coding import Scheme
-from gcbench.models._config import Config
+from gcbench.models import Config
 
 
 class PolicyOutcome(NamedTuple):

@@ -11,7 +11,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from gcbench.models._config import Config
+from gcbench.models import Config
 from gcbench.policies._registry import register_policy
 
 POWERSGD_RANK = 1  # PowerSGDState's own default matrix_approximation_rank

@@ -12,7 +12,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from gcbench.models._config import Config, internal
+from gcbench.models import Config, internal
 from gcbench.policies._registry import register_policy
 
 

@@ -7,8 +7,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, PositiveFloat
 
-from gcbench.coding import Scheme
-from gcbench.coding._base import kth_smallest
+from gcbench.coding import Scheme, kth_smallest
 from gcbench.policies._base import PolicyOutcome, SynchronousPolicy, all_arrived, constant_reason
 from gcbench.policies._registry import register_policy
 

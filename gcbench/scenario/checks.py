@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gcbench.coding import SchemeParameterError, is_integer, make_scheme, scheme_class
-from gcbench.models._config import MAX_SECONDS
+from gcbench.models import MAX_SECONDS
 from gcbench.scenario.fields import DTYPE_BYTES, ScenarioFields, Variant
 
 # Schemes that check their decoding conditioning when built scan up to 2,000

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, PositiveInt, field_validator, model_validator
 
 from gcbench.coding import plain
-from gcbench.models._config import Config
+from gcbench.models import Config
 from gcbench.models.distributions import Distribution
 from gcbench.models.failures import Failures, NoFailures
 from gcbench.models.network import Network
