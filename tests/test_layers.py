@@ -1,6 +1,6 @@
 """The layers of DESIGN.md depend one way: checked on the source, so a stray import fails the build.
 
-Every package under gcbench/ and every top-level module (errors, the cli* modules) has a rule saying which
+Every package under gcbench/ and every top-level module (errors, stops, the cli* modules) has a rule saying which
 parts of gcbench it may import; imports inside functions count too, since they run when the function does.
 The rules only point down (a layer may import what its allowed layers may), so no chain of imports runs back
 up a layer either. Within and across layers, no modules import each other (no cycle, whatever the imports'
@@ -18,21 +18,22 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gcbench"
 
-_BELOW_MASTER = {"errors", "coding", "models", "policies", "scenario", "results"}
+_BELOW_MASTER = {"errors", "stops", "coding", "models", "policies", "scenario", "results"}
 MAY_IMPORT = {
     "errors": set(),
+    "stops": set(),  # the stop reasons' vocabulary: policies give them, results hold them, plots read them
     "coding": {"errors"},  # schemes and decoding: nothing above them
     "models": {"errors"},  # a leaf: latency, straggling, failure, network and trace models
-    "policies": {"errors", "coding", "models"},
-    "scenario": {"errors", "coding", "models", "policies"},  # schema, loading, sweeps, the run's draws
-    "results": {"errors"},  # plotting reads it, so it stays below what plotting may not import
+    "policies": {"errors", "stops", "coding", "models"},
+    "scenario": {"errors", "stops", "coding", "models", "policies"},  # schema, loading, sweeps, the run's draws
+    "results": {"errors", "stops"},  # plotting reads it, so it stays below what plotting may not import
     "cluster": _BELOW_MASTER,  # the one master and the cluster protocol: no engine, no backend
     "master": _BELOW_MASTER | {"cluster"},
     "training": _BELOW_MASTER,  # torch models, data and gradients, for real mode and the simulator
     "testing": _BELOW_MASTER | {"cluster", "master"},  # the conformance suites
     "sim": _BELOW_MASTER | {"cluster", "master", "training"},  # never real
     "real": _BELOW_MASTER | {"cluster", "master", "training"},  # never sim
-    "plot": {"errors", "results"},  # reads results files only: no engine, no scheme, no policy
+    "plot": {"errors", "stops", "results"},  # reads results files only: no engine, no scheme, no policy
 }
 CLI = "cli"  # the cli* modules (and __main__): thin, they may call any layer, and no layer calls them
 HEAVY = {"torch", "torchvision", "ray", "matplotlib", "seaborn"}

@@ -10,13 +10,14 @@ from typing import ClassVar, Literal, NamedTuple
 
 import numpy as np
 
+from gcbench import stops
 from gcbench.coding import Scheme
 from gcbench.models import Config
 
 
 class PolicyOutcome(NamedTuple):
     stop: np.ndarray  # (rows,) seconds after the iteration's start; inf: cannot progress
-    reason: np.ndarray  # (rows,) str: why it stopped
+    reason: np.ndarray  # (rows,) str: why it stopped (gcbench.stops)
 
 
 class SynchronousPolicy(Config):
@@ -31,7 +32,8 @@ class SynchronousPolicy(Config):
         raise NotImplementedError
 
     def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
-        """Online (real master): the stop reason if the master should stop with these messages now, else None.
+        """Online (real master): the stop reason (gcbench.stops) if the master should stop with these messages
+        now, else None.
 
         ``received`` are message ids in arrival order; ``all_arrived``: no further
         message can arrive this iteration (every sender answered, or the rest
@@ -58,7 +60,7 @@ class SynchronousPolicy(Config):
             finite = np.where(np.isfinite(arrivals), arrivals, -np.inf).max(axis=1)
             rescued = stuck & np.isfinite(finite)
             stop = np.where(rescued, finite, stop)
-            reason = np.where(rescued, "fallback_approximate", reason)
+            reason = np.where(rescued, stops.FALLBACK_APPROXIMATE, reason)
         return PolicyOutcome(stop, reason)
 
 
