@@ -47,7 +47,7 @@ def check_out(out: Path, force: bool) -> None:
 def refuse_real_only(scenario) -> None:
     """A policy no master runs (allreduce: DistributedDataParallel) has no simulated counterpart to give."""
     for i, variant in enumerate(scenario.variants):
-        if getattr(variant.policy, "real_only", False):
+        if variant.policy.real_only:
             raise GcbenchError(
                 f"variants[{i}].policy: {variant.policy.name} is DistributedDataParallel's all-reduce, which only "
                 "gcbench run trains (the simulator models a master, not a ring of ranks); simulate scheme: uncoded "

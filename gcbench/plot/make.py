@@ -24,6 +24,7 @@ class FigureSpec:
     name: str
     caption: str
     draw: Callable[[Run, float | None], Figure | None]  # (run, target accuracy)
+    caption_without_workers: str | None = None  # the caption when the run has no workers table, if it differs
 
 
 FIGURES = (
@@ -59,10 +60,8 @@ FIGURES = (
         "Computation load (partitions per worker, left) and upload per message (gradients, right) against the "
         "stragglers tolerated, per variant.",
         lambda r, _: figures.scheme_map(r.iterations, r.workers),
+        "Upload per message (gradients) against the stragglers tolerated, per variant (no workers.parquet: no load).",
     ),
-)
-UPLOAD_ONLY = (
-    "Upload per message (gradients) against the stragglers tolerated, per variant (no workers.parquet: no load)."
 )
 SIM_VS_REAL = (
     "Simulated against measured iteration times: distributions, and a parity plot of means whose legend gives "
@@ -109,7 +108,9 @@ def draw_runs(runs: list[Run], out: Path, formats: tuple[str, ...], target: floa
         for spec in FIGURES:
             fig = spec.draw(run, run_target(run.iterations, run.metadata, target))
             if fig is not None:
-                caption = UPLOAD_ONLY if spec.name == "scheme-map" and run.workers is None else spec.caption
+                caption = spec.caption
+                if run.workers is None and spec.caption_without_workers is not None:
+                    caption = spec.caption_without_workers
                 written.append(_save(fig, out / f"{run.stem}-{spec.name}", formats, _caption(caption, run)))
     for sim, reals, rows in comparisons(runs):
         fig = figures.sim_vs_real(rows, {name: real.iterations for name, real in reals.items()})

@@ -20,7 +20,20 @@ class PolicyOutcome(NamedTuple):
     reason: np.ndarray  # (rows,) str: why it stopped (gcbench.stops)
 
 
-class SynchronousPolicy(Config):
+class AggregationPolicy(Config):
+    """What every policy declares of itself, so callers ask the policy instead of comparing its name."""
+
+    synchronous: ClassVar[bool]  # the master waits for each iteration's messages, decodes once, and steps
+    needs_master: ClassVar[bool] = True  # False: no master runs it (allreduce: the ranks all-reduce by themselves)
+    real_only: ClassVar[bool] = False  # True: only real mode trains it (gcbench simulate refuses it)
+
+    @property
+    def display_name(self) -> str:
+        """What a variant's label shows of the policy: its name (a policy may add its own parameters)."""
+        return self.name
+
+
+class SynchronousPolicy(AggregationPolicy):
     """A policy whose master waits, decodes once, and starts the next iteration."""
 
     fallback: Literal["wait", "approximate"] = "wait"

@@ -87,7 +87,7 @@ def variant_problems(n: int, variants: list[tuple[int, Variant]]) -> list[str]:
         problem = None if unknown else scheme_problem(variant, n)
         if unknown or problem:
             problems.append(f"{where}.{unknown}" if unknown else f"{where}: {problem.rstrip('.')}")
-        if variant.policy.name == "allreduce" and variant.scheme != "uncoded":
+        if not variant.policy.needs_master and variant.scheme != "uncoded":  # no master: nothing decodes
             problems.append(
                 f"{where}.policy: allreduce (DistributedDataParallel) all-reduces every worker's whole gradient, "
                 f"so it takes scheme: uncoded only, not {variant.scheme}"

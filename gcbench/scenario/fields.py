@@ -93,7 +93,7 @@ class Variant(Config):
             return self.label
         params = "".join(f",{k}={v}" for k, v in self.scheme_params().items())
         scheme = f"{self.scheme}(s={self.s}{params})" if self.scheme != "uncoded" else "uncoded"
-        return f"{scheme}/{getattr(self.policy, 'display_name', self.policy.name)}"  # allreduce names its hook
+        return f"{scheme}/{self.policy.display_name}"  # allreduce names its hook
 
 
 class Training(Config):
