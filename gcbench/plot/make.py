@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from gcbench.plot import figures, style
-from gcbench.plot.runs import Run, check_distinct, load_run, require_columns
+from gcbench.plot.runs import Run, check_distinct, latest_runs, load_run, require_columns
 from gcbench.plot.training import run_target
 from gcbench.results.schema import ITERATION_COLUMNS, WORKER_COLUMNS
 
@@ -69,11 +69,23 @@ SIM_VS_REAL = (
 )
 
 
+FIGURES_FOLDER = "figures"  # the default output, inside the (first) run plotted: the repository's figures/ is -o
+
+
 @dataclass
 class Written:
     name: str
     caption: str
     files: list[Path]
+
+
+def runs_to_plot(paths: list[Path], out: Path | None) -> tuple[list[Run], Path, list[str]]:
+    """The runs named (default: the most recent, and its other mode's), loaded and checked before anything is
+    drawn; where their figures go (default: RUN/figures, beside the first); and the notes to tell about them."""
+    paths = paths or latest_runs()
+    out = out if out is not None else Path(paths[0]) / FIGURES_FOLDER
+    runs = load_runs(paths, out)  # every damaged file is refused before anything is drawn
+    return runs, out, [note for run in runs for note in run.notes()] + pairing_notes(runs)
 
 
 def load_runs(paths: list[Path], out: Path) -> list[Run]:
