@@ -34,6 +34,7 @@ from gcbench.results.stream import ResultsWriter
 from gcbench.results.summary import RunningSummary
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.loading import SweepPoint
+from gcbench.sim.ray_tasks import in_ray
 from gcbench.sim.tasks import Tables, Task, append_part, run_part, write_task
 
 PARALLEL_THRESHOLD = 2_000_000  # worker-iterations below which process start-up costs more than it saves
@@ -68,8 +69,6 @@ def stream_points(
     running = RunningSummary(list(points[0].values))
     try:
         if on_ray:
-            from gcbench.sim.ray_tasks import in_ray
-
             in_ray(points, tasks, tables, writer, running, progress)
         elif _jobs(points, tasks, jobs, trains) <= 1 or len(tasks) == 1:
             for done, (i, task) in enumerate(tasks, start=1):
