@@ -10,7 +10,7 @@ Measured in the same run (these machines are noisy; only ratios compare across r
   k_async with crash failures and with a shared ingress link (``network.link_model``
   events, the default, and resource, the ``simpy.Resource`` link), at n = 100.
 
-Targets (issue 10): k_async with k = n/2 at n = 100 >= 150k results/s and >= 1.5x the naive model.
+Targets: k_async with k = n/2 at n = 100 >= 150k results/s and >= 1.5x the naive model.
 The master's cost per result is 1/rate(gcbench) - 1/rate(SimPy callbacks).
 
 ``--clock cpu`` times with the process's CPU time, as in sim_benchmark.py (for a shared machine).

@@ -3,7 +3,7 @@
 Overhead per iteration = the master's iteration time minus the slowest used
 worker's compute + injected delay (from the recorded timings): dispatch,
 publishing weights, collecting, decoding and the optimizer step. Target: at
-most 10 ms at n = 4 and 8 (issue #4). The reference, measured in the same
+most 10 ms at n = 4 and 8. The reference, measured in the same
 process, is a bare Ray round trip with the same payloads: put the weights once,
 call n actors that each return a gradient-sized array, get them all; the ratio
 of the two is what gcbench's coordination adds over Ray itself. Then every variant of a scenario (default

@@ -12,8 +12,8 @@
 - end to end: what `gcbench simulate` does once the scenario is loaded (every task simulated,
   its iterations and workers tables streamed to Parquet, the summary), in a temporary folder.
 
-Targets (issue #3): synchronous i.i.d. at n = 100 >= 1/10 of the reference;
-event-driven variants >= 300k worker-iterations/s. Issue 13: end to end with the
+Targets: synchronous i.i.d. at n = 100 >= 1/10 of the reference;
+event-driven variants >= 300k worker-iterations/s; end to end with the
 workers table >= 1/5 of the reference at n = 12, 100, 1000, and the engine alone >= 1/3.
 ``--clock cpu`` counts the Parquet writer thread's time too (the process's), so there end to end
 is the simulation plus the writing; the wall clock overlaps the two where a second core is free.
@@ -25,7 +25,7 @@ machine shared with other jobs, time spent waiting for a core is then not counte
 (numpy and SimPy run on one thread here, so on an idle machine both clocks agree).
 
 ``--asynchronous`` measures only the reference and the asynchronous policies (results per second), and
-``--sizes`` picks the cluster sizes (issue 13's asynchronous cases: ``--asynchronous --sizes 1000,4096``).
+``--sizes`` picks the cluster sizes (the large asynchronous cases: ``--asynchronous --sizes 1000,4096``).
 
     python benchmarks/sim_benchmark.py [--seconds 0.5] [--clock wall|cpu] [--end-to-end | --asynchronous]
         [--sizes 12,100,1000] [--updates U]

@@ -5,7 +5,7 @@ scenario: the tasks streamed to Parquet, then the summary), and the parent reads
 the child's peak resident set from ``os.wait4`` (ru_maxrss, kB on Linux). The
 child also reports its resident set after its imports, before simulating, so the
 part the simulation adds is printed too. A worker-iteration is one row of the
-workers table (iterations x n). Target (issue 13): at most 64 bytes per
+workers table (iterations x n). Target: at most 64 bytes per
 worker-iteration at peak, and n = 1000 x 100,000 completing on a 24 GB machine.
 
     python benchmarks/sim_memory.py [--cases 100x100000,1000x100000] [--out DIR]

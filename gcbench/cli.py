@@ -218,10 +218,17 @@ def run(
     scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")] = Path("scenarios/cifar10.yaml"),
     real: Annotated[bool, typer.Option("--real/--sim", help="Train for real (default) or simulate.")] = True,
     backend: Annotated[
-        str, typer.Option("--backend", help="ray, torch (worker processes here), or local (one process).")
+        str,
+        typer.Option(
+            "--backend",
+            help="ray, torch (torch.distributed worker processes: here, or across machines under torchrun), "
+            "or local (one process).",
+        ),
     ] = "ray",
     out: Annotated[Path | None, typer.Option("--out", help="Results directory.")] = None,
-    address: Annotated[str | None, typer.Option("--address", help="An existing Ray cluster (default: local).")] = None,
+    address: Annotated[
+        str | None, typer.Option("--address", help="With --backend ray: an existing Ray cluster (default: local).")
+    ] = None,
     iterations: Annotated[int | None, typer.Option("--iterations", min=1, help="Override the scenario's.")] = None,
     batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Global mini-batch size.")] = None,
     lr: Annotated[float | None, typer.Option("--lr", help="Learning rate.")] = None,
@@ -241,7 +248,7 @@ def run(
     sets: SetOption = None,
     force: ForceOption = False,
 ) -> None:
-    """Train the scenario's variants on Ray (or one process), or simulate them with --sim.
+    """Train the scenario's variants on Ray, torch.distributed or one process (--backend), or simulate with --sim.
 
     The variants take turns, one block of training.checkpoint_every iterations each.
 

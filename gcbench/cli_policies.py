@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gcbench.cli_schemes import wide_console
-from gcbench.models._config import is_internal
+from gcbench.models import is_internal
 from gcbench.policies import POLICIES
 
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
@@ -27,7 +27,7 @@ def type_text(annotation: Any, metadata: list[Any]) -> str:
 
 def policy_parameters(cls: type) -> list[str]:
     """``k: int >= 1 (required)``, ``fallback: wait | approximate (default wait)``: required ones first; neither
-    the registry's tag nor a field the class declares internal (gcbench/models/_config.py)."""
+    the registry's tag nor a field the class declares internal (gcbench.models.internal)."""
     fields = [(name, f) for name, f in cls.model_fields.items() if name != POLICIES.tag and not is_internal(f)]
     fields.sort(key=lambda item: not item[1].is_required())
     return [

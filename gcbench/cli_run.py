@@ -9,10 +9,10 @@ from rich.console import Console
 
 from gcbench.cli_resume import read_run_json, resumed_scenario
 from gcbench.cli_run_options import check_real, real_scenario, refuse_pipelined_off_ray
-from gcbench.cli_simulate import check_out
 from gcbench.errors import GcbenchError
 from gcbench.results import summarize
 from gcbench.results.metadata import new_run_directory, resume_entry, run_metadata
+from gcbench.results.store import check_out
 from gcbench.scenario.loading import SweepPoint
 from gcbench.scenario.schema import Scenario
 

@@ -9,8 +9,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from gcbench.coding import available_schemes, make_scheme, scheme_class
-from gcbench.coding._errors import SchemeParameterError
+from gcbench.coding import SchemeParameterError, available_schemes, make_scheme, scheme_class
 from gcbench.errors import GcbenchError
 
 

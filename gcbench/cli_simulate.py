@@ -1,8 +1,8 @@
-"""What `gcbench simulate` does: validate, simulate with a progress bar, write results, print the summary."""
+"""What `gcbench simulate` shows: the check, the progress bar and the summary (gcbench/sim/simulation.py loads,
+checks, runs and writes the simulation)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -12,47 +12,25 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from gcbench.errors import GcbenchError
-from gcbench.models.traces import TraceCleaning, cleaned_trace
-from gcbench.results.metadata import new_run_directory, run_metadata
-from gcbench.results.store import write_metadata
-from gcbench.scenario import load_scenario
 from gcbench.scenario.loading import SweepPoint
-from gcbench.sim.runner import engines, link_model, refuse_certain_stops, stream_points, task_count
-
-RESULT_FILES = ("iterations.parquet", "workers.parquet", "run.json", "summary.csv")
+from gcbench.sim.simulation import (
+    check_simulation,
+    cleanings,
+    load_simulation,
+    plan_simulation,
+    trains_in_simulator,
+)
 
 
 def check_scenario(path: Path, console: Console, overrides: dict[str, Any] | None = None) -> None:
-    """Validate as a run would, up to the engine of each variant (a variant its engine cannot run is refused
-    here, as the run would refuse it), and say what the scenario holds."""
-    points = load_scenario(path, overrides)
-    engines(points)
-    refuse_certain_stops(points)  # a run the scenario alone shows can never finish: the run's sentence
+    """Validate as a run would, up to the engine of each variant, and say what the scenario holds."""
+    points = check_simulation(path, overrides)
     scenario = points[0].scenario
     console.print(
         f"{path}: valid — {scenario.workers} workers, {len(scenario.variants)} variants, "
         f"{len(points)} sweep point(s), {len(scenario.seeds)} seed(s), {scenario.iterations} iterations each."
     )
     print_trace_cleaning(points, console)
-
-
-def check_out(out: Path, force: bool) -> None:
-    """Refuse to overwrite a results directory (or a file) unless told to."""
-    if out.exists() and not out.is_dir():
-        raise GcbenchError(f"--out {out}: is a file, not a directory; choose another path.")
-    if not force and out.is_dir() and any((out / name).exists() for name in RESULT_FILES):
-        raise GcbenchError(f"--out {out}: holds results already; add --force to overwrite them, or choose another.")
-
-
-def refuse_real_only(scenario) -> None:
-    """A policy no master runs (allreduce: DistributedDataParallel) has no simulated counterpart to give."""
-    for i, variant in enumerate(scenario.variants):
-        if getattr(variant.policy, "real_only", False):
-            raise GcbenchError(
-                f"variants[{i}].policy: {variant.policy.name} is DistributedDataParallel's all-reduce, which only "
-                "gcbench run trains (the simulator models a master, not a ring of ranks); simulate scheme: uncoded "
-                "with policy: wait_all for the same synchronous SGD, or drop the variant."
-            )
 
 
 def simulate_scenario(
@@ -67,49 +45,37 @@ def simulate_scenario(
     force: bool = False,
     ray: dict[str, str | None] | None = None,
 ) -> tuple[Path, pd.DataFrame]:
-    """Simulate and write results; ``iterations`` and ``overrides`` change the scenario as the file would.
+    """Simulate and write results (gcbench/sim/simulation.py), with a progress bar; print the summary.
 
-    ``force``: overwrite the results already in ``out``. ``ray``: run the tasks on Ray, ``{"address": None}``
-    for a local instance (started here unless this process has joined one) or the cluster's address.
+    ``iterations`` and ``overrides`` change the scenario as the file would. ``force``: overwrite the results
+    already in ``out``. ``ray``: run the tasks on Ray, ``{"address": None}`` for a local instance (started here
+    unless this process has joined one) or the cluster's address.
     """
     changes = dict(overrides or {})
     if iterations is not None:
         changes["iterations"] = iterations
-    points = load_scenario(path, changes)
-    if out is not None:
-        check_out(out, force)
-    scenario = points[0].scenario
-    if any(point.scenario.training.in_simulator for point in points):
+    points = load_simulation(path, changes, out, force)
+    if trains_in_simulator(points):
         from gcbench.real.requirements import require_real_extra
 
         require_real_extra("scenarios that train in the simulator", "or set training.in_simulator: false")
-    refuse_real_only(scenario)
-    chosen = engines(points)  # before any work: an engine that cannot run a variant is the user's error
-    out = out or new_run_directory(Path("results"), scenario.name)
+    simulation = plan_simulation(path, points, out)
     if ray is not None:
         start_tasks_ray(ray["address"], console)
-    began = time.perf_counter()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task(f"simulating {scenario.name}", total=task_count(points))
-        running = stream_points(  # the tables go to disk as each task finishes
-            points, out, jobs, with_workers, lambda done: bar.update(task, completed=done), on_ray=ray is not None
+        task = bar.add_task(f"simulating {points[0].scenario.name}", total=simulation.tasks)
+        done = simulation.run(  # the tables go to disk as each task finishes
+            jobs,
+            with_workers,
+            lambda finished: bar.update(task, completed=finished),
+            ray_cluster=None if ray is None else ray["address"] or "local",
         )
-    sweep_columns = list(points[0].values)
-    summary = running.summary(scenario.training.target_accuracy)
-    elapsed = time.perf_counter() - began
-    extra = {"backend": "simulator", "engines": chosen, "wall_seconds": round(elapsed, 3), **trace_cleaning(points)}
-    if (link := link_model(points, chosen)) is not None:  # the event engine's model of a shared link
-        extra["link_model"] = link
-    if ray is not None:
-        extra["ray_cluster"] = ray["address"] or "local"
-    write_metadata(out, run_metadata("sim", path, points, extra))
-    summary.to_csv(out / "summary.csv", index=False)
-    print_summary(summary, sweep_columns, console)
+    print_summary(done.summary, list(points[0].values), console)
     print_trace_cleaning(points, console)
-    console.print(engine_sentence(chosen, link))
-    console.print(f"results: {out}  ({running.rows} iterations simulated in {elapsed:.1f} s)")
-    return out, summary
+    console.print(engine_sentence(done.engines, done.link))
+    console.print(f"results: {done.out}  ({done.rows} iterations simulated in {done.seconds:.1f} s)")
+    return done.out, done.summary
 
 
 def check_ray_options(ray: bool, address: str | None, jobs: int | None) -> None:
@@ -203,22 +169,6 @@ def time_to_target_cell(row) -> str:
         return "not reached"
     seeds = "" if row.target_reached == row.seeds else f" ({row.target_reached} of {row.seeds} seeds)"
     return f"{row.time_to_target:.4g} s{seeds}"
-
-
-def cleanings(points: list[SweepPoint]) -> dict[str, TraceCleaning]:
-    """What the trace policies did, per trace file replayed (empty without a trace)."""
-    found: dict[str, TraceCleaning] = {}
-    for point in points:
-        trace = point.scenario.compute.trace
-        if trace is not None and trace.path not in found:
-            found[trace.path] = cleaned_trace(trace, point.scenario.workers)[1]
-    return found
-
-
-def trace_cleaning(points: list[SweepPoint]) -> dict[str, Any]:
-    """run.json's ``trace_cleaning``: the counts per trace file, when a trace is replayed."""
-    found = cleanings(points)
-    return {"trace_cleaning": {path: c.as_dict() for path, c in found.items()}} if found else {}
 
 
 def print_trace_cleaning(points: list[SweepPoint], console: Console) -> None:

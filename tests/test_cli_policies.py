@@ -4,7 +4,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gcbench.cli import app
-from gcbench.models._registry import Registry
+from gcbench.models import Registry
 from gcbench.policies import POLICIES
 
 runner = CliRunner()
@@ -52,7 +52,7 @@ def test_the_asynchronous_policies_internal_switch_is_not_listed_as_a_parameter(
 def test_a_newly_registered_policy_is_listed_without_touching_the_cli(monkeypatch):
     from typing import ClassVar, Literal
 
-    from gcbench.models._config import Config, internal
+    from gcbench.models import Config, internal
 
     scratch = Registry("policy", "name")
     for cls in POLICIES.classes():

@@ -23,8 +23,9 @@ from gcbench.scenario.draws import draw_run
 from gcbench.scenario.loading import SweepPoint
 from gcbench.scenario.schema import Scenario
 from gcbench.sim.cluster import SimPyCluster
-from gcbench.sim.event import engine_for, simulate_event
-from gcbench.sim.runner import Task, run_task
+from gcbench.sim.engines import engine_for
+from gcbench.sim.event import simulate_event
+from gcbench.sim.tasks import Task, run_task
 from gcbench.testing import valid_parameter_sets
 
 ROOT = Path(__file__).resolve().parents[1]

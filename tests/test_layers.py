@@ -1,9 +1,10 @@
 """The layers of DESIGN.md depend one way: checked on the source, so a stray import fails the build.
 
-Every package under gcbench/ and every top-level module (errors, the cli* modules) has a rule saying which
+Every package under gcbench/ and every top-level module (errors, stops, the cli* modules) has a rule saying which
 parts of gcbench it may import; imports inside functions count too, since they run when the function does.
 The rules only point down (a layer may import what its allowed layers may), so no chain of imports runs back
-up a layer either.
+up a layer either. Within and across layers, no modules import each other (no cycle, whatever the imports'
+place), and a private module (``_x``) is imported only by modules of its own package.
 """
 
 from __future__ import annotations
@@ -17,21 +18,22 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gcbench"
 
-_BELOW_MASTER = {"errors", "coding", "models", "policies", "scenario", "results"}
+_BELOW_MASTER = {"errors", "stops", "coding", "models", "policies", "scenario", "results"}
 MAY_IMPORT = {
     "errors": set(),
+    "stops": set(),  # the stop reasons' vocabulary: policies give them, results hold them, plots read them
     "coding": {"errors"},  # schemes and decoding: nothing above them
     "models": {"errors"},  # a leaf: latency, straggling, failure, network and trace models
-    "policies": {"errors", "coding", "models"},
-    "scenario": {"errors", "coding", "models", "policies"},  # schema, loading, sweeps, the run's draws
-    "results": {"errors"},  # plotting reads it, so it stays below what plotting may not import
+    "policies": {"errors", "stops", "coding", "models"},
+    "scenario": {"errors", "stops", "coding", "models", "policies"},  # schema, loading, sweeps, the run's draws
+    "results": {"errors", "stops"},  # plotting reads it, so it stays below what plotting may not import
     "cluster": _BELOW_MASTER,  # the one master and the cluster protocol: no engine, no backend
     "master": _BELOW_MASTER | {"cluster"},
     "training": _BELOW_MASTER,  # torch models, data and gradients, for real mode and the simulator
     "testing": _BELOW_MASTER | {"cluster", "master"},  # the conformance suites
     "sim": _BELOW_MASTER | {"cluster", "master", "training"},  # never real
     "real": _BELOW_MASTER | {"cluster", "master", "training"},  # never sim
-    "plot": {"errors", "results"},  # reads results files only: no engine, no scheme, no policy
+    "plot": {"errors", "stops", "results"},  # reads results files only: no engine, no scheme, no policy
 }
 CLI = "cli"  # the cli* modules (and __main__): thin, they may call any layer, and no layer calls them
 HEAVY = {"torch", "torchvision", "ray", "matplotlib", "seaborn"}
@@ -180,3 +182,111 @@ def test_gcbench_starts_without_torch_ray_or_matplotlib():
     probe = f"import sys, {clis}, gcbench.sim.runner; print(sorted(m for m in {sorted(HEAVY)!r} if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]", f"importing the commands' modules loads {loaded.strip()}"
+
+
+# -- no import cycles, no private module of another package -------------------------------------------------------
+
+
+def module_name(path: Path, root: Path = PACKAGE.parent) -> str:
+    """gcbench/sim/runner.py -> gcbench.sim.runner; a package's __init__.py -> the package."""
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def package_of(path: Path, root: Path = PACKAGE.parent) -> str:
+    """The package a file's module belongs to: its folder's (a package's __init__.py belongs to the package)."""
+    return ".".join(path.relative_to(root).parent.parts)
+
+
+MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def gcbench_imports(path: Path, modules: dict[str, Path] = MODULES, root: Path = PACKAGE.parent) -> set[str]:
+    """The gcbench modules a file imports anywhere: at module level, inside a function, or under ``if
+    TYPE_CHECKING:`` (a name for a type still ties the two modules together). ``from a import b`` imports the
+    module a.b when there is one, else a."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+            names = [name if name in modules else node.module for name in names]
+        else:
+            continue
+        found |= {name for name in names if name in modules}
+    return found - {module_name(path, root)}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm): each is a cycle or several."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while not group or group[-1] != node:
+                group.append(stack.pop())
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+def private_import_problems(path: Path, modules: dict[str, Path] = MODULES, root: Path = PACKAGE.parent) -> list[str]:
+    """Imports of a private module (``_x``) of another package: only the package that holds it may import it.
+    What others need of it is made public there (re-exported by the package's __init__ or a public module)."""
+    problems = []
+    for name in sorted(gcbench_imports(path, modules, root)):
+        parts = name.split(".")
+        for i, part in enumerate(parts):
+            owner = ".".join(parts[:i])
+            if part.startswith("_") and not part.startswith("__") and owner != package_of(path, root):
+                problems.append(f"{name} (private to {owner})")
+                break
+    return problems
+
+
+def test_the_cycle_rule_finds_mutual_and_longer_cycles():
+    graph = {"a": {"b"}, "b": {"a", "c"}, "c": {"d"}, "d": {"e"}, "e": {"c"}, "f": {"a"}}
+    assert import_cycles(graph) == [["c", "d", "e"], ["a", "b"]]
+
+
+def test_the_private_rule_allows_only_the_package_that_holds_the_module(tmp_path):
+    folder = tmp_path / "gcbench" / "policies"
+    folder.mkdir(parents=True)
+    path = folder / "bad.py"
+    path.write_text(
+        "from gcbench.coding._base import kth_smallest\nfrom gcbench.policies._base import Policy\n\n\n"
+        "def f():\n    from gcbench.models import _config\n    from gcbench.coding import Scheme\n"
+    )
+    names = {"gcbench.coding", "gcbench.coding._base", "gcbench.policies._base", "gcbench.models._config"}
+    problems = private_import_problems(path, {name: tmp_path / name for name in names}, tmp_path)
+    assert [problem.split()[0] for problem in problems] == ["gcbench.coding._base", "gcbench.models._config"]
+
+
+def test_no_import_cycles():
+    """No two modules import each other, directly or through others: a module can be read (and moved) with what
+    it imports below it. What two modules both need lives where it belongs, below both."""
+    cycles = import_cycles({name: gcbench_imports(path) for name, path in MODULES.items()})
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(group) for group in cycles)
+
+
+def test_no_module_imports_another_packages_private_module():
+    problems = [f"{path.relative_to(PACKAGE.parent)} imports {problem}" for path in MODULES.values()
+                for problem in private_import_problems(path)]  # fmt: skip
+    assert not problems, "\n".join(problems)

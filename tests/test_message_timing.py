@@ -23,7 +23,8 @@ from gcbench.scenario.draws import draw_run, message_bytes
 from gcbench.scenario.loading import SweepPoint
 from gcbench.scenario.schema import Scenario
 from gcbench.sim.cluster import SimPyCluster
-from gcbench.sim.event import engine_for, simulate_event
+from gcbench.sim.engines import engine_for
+from gcbench.sim.event import simulate_event
 from gcbench.sim.runner import stream_points
 from gcbench.testing.multi_message import PerPartitionMessages, registered
 

@@ -118,7 +118,7 @@ def test_a_task_streams_its_workers_rows_in_chunks_and_the_tables_are_unchanged(
 
 
 def test_the_event_engine_writes_its_rows_in_chunks_too(tmp_path, monkeypatch):
-    monkeypatch.setattr("gcbench.sim.runner.CHUNK_ELEMENTS", 6 * 7)
+    monkeypatch.setattr("gcbench.sim.tasks.CHUNK_ELEMENTS", 6 * 7)
     path = tmp_path / "event.yaml"
     path.write_text(CRASHES.replace("variants:", "engine: event\nvariants:"))
     stream_points(load_scenario(path), tmp_path / "run", jobs=1)

@@ -13,8 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gcbench.cli import app
-from gcbench.coding import _registry, make_scheme
-from gcbench.coding._base import Layout
+from gcbench.coding import Layout, _registry, make_scheme
 from gcbench.coding.fractional_repetition import FractionalRepetition, divisors
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.loading import ScenarioError, validate

@@ -25,7 +25,8 @@ from gcbench.results.recorder import RunRecorder
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.draws import draw_run
 from gcbench.scenario.schema import Scenario
-from gcbench.sim.event import engine_for, simulate_event
+from gcbench.sim.engines import engine_for
+from gcbench.sim.event import simulate_event
 from gcbench.testing import valid_parameter_sets
 
 torch = pytest.importorskip("torch", reason="torch is part of the [real] extra")

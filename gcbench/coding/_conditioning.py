@@ -19,19 +19,34 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from gcbench.coding._downdate import STEPS, Spectrum
+from gcbench.coding._linear import Decoding
 from gcbench.coding._threads import on_one_blas_thread
 
-if TYPE_CHECKING:
-    from gcbench.coding._base import Scheme
-
 _REPORTS: dict[str, ConditionReport] = {}
-_SPECTRA: dict[int, tuple[Scheme, Spectrum | None]] = {}
+_SPECTRA: dict[int, tuple[Code, Spectrum | None]] = {}
 BUDGET = 3e8  # multiply-adds a bounded check may spend on the bisections (about a second of numpy)
+
+
+class Code(Protocol):
+    """What the check reads of a scheme (a ``Scheme``, coding/_base.py, which calls it): its coefficient rows,
+    which worker sends each, and the exact solve of a received set."""
+
+    n: int
+    s: int
+    rows: np.ndarray
+    message_owner: np.ndarray
+
+    @property
+    def messages_per_worker(self) -> int: ...
+
+    def messages(self, worker: int) -> tuple[int, ...]: ...
+
+    def _solve(self, key: tuple[int, ...]) -> Decoding | None: ...
 
 
 @dataclass(frozen=True)
@@ -55,7 +70,7 @@ def straggler_sets(n: int, s: int, limit: int) -> tuple[list[tuple[int, ...]], b
 
 
 @on_one_blas_thread
-def condition_report(scheme: Scheme, limit: int | None, stop_above: float = float("inf")) -> ConditionReport:
+def condition_report(scheme: Code, limit: int | None, stop_above: float = float("inf")) -> ConditionReport:
     """Worst condition number of the received rows when exactly s workers straggle.
 
     ``limit``: the most sets to check (None: as many as ``BUDGET`` allows). ``stop_above``: end the
@@ -70,7 +85,7 @@ def condition_report(scheme: Scheme, limit: int | None, stop_above: float = floa
     return _REPORTS[key]
 
 
-def _limit(scheme: Scheme) -> int:
+def _limit(scheme: Code) -> int:
     """How many straggler sets a bounded check looks at: about BUDGET operations (a second or less)."""
     if _spectrum(scheme) is None:  # one SVD of about n x n per set
         return int(np.clip(4e9 / scheme.n**3, 16, 2000))
@@ -78,7 +93,7 @@ def _limit(scheme: Scheme) -> int:
     return int(np.clip(BUDGET / (2 * STEPS * len(scheme.rows) * max(pairs, 1)), 16, 20_000))
 
 
-def _spectrum(scheme: Scheme) -> Spectrum | None:
+def _spectrum(scheme: Code) -> Spectrum | None:
     key = id(scheme)
     if key not in _SPECTRA or _SPECTRA[key][0] is not scheme:
         _SPECTRA.clear()  # one scheme at a time: its eigendecomposition is n x n
@@ -86,7 +101,7 @@ def _spectrum(scheme: Scheme) -> Spectrum | None:
     return _SPECTRA[key][1]
 
 
-def exact_condition(scheme: Scheme, stragglers: tuple[int, ...]) -> float:
+def exact_condition(scheme: Code, stragglers: tuple[int, ...]) -> float:
     """The SVD's condition number of the rows received without these workers (inf: does not decode)."""
     absent = set(stragglers)
     ids = tuple(i for i, owner in enumerate(scheme.message_owner) if owner not in absent)
@@ -94,7 +109,7 @@ def exact_condition(scheme: Scheme, stragglers: tuple[int, ...]) -> float:
     return float("inf") if decoding is None else decoding.condition
 
 
-def _scan(scheme: Scheme, sets: list[tuple[int, ...]], exhaustive: bool, stop_above: float) -> ConditionReport:
+def _scan(scheme: Code, sets: list[tuple[int, ...]], exhaustive: bool, stop_above: float) -> ConditionReport:
     estimates = _estimates(scheme, sets)
     worst, worst_set, checked = 0.0, (), 0
     for stragglers, estimate in zip(sets, estimates, strict=True):
@@ -107,7 +122,7 @@ def _scan(scheme: Scheme, sets: list[tuple[int, ...]], exhaustive: bool, stop_ab
     return ConditionReport(worst, checked, exhaustive and checked == len(sets), worst_set)
 
 
-def _estimates(scheme: Scheme, sets: list[tuple[int, ...]]) -> list[float | None]:
+def _estimates(scheme: Code, sets: list[tuple[int, ...]]) -> list[float | None]:
     """Per set, the downdate's condition number where it is reliable, None where the SVD must decide."""
     if not sets or not sets[0]:
         return [None] * len(sets)

@@ -18,6 +18,11 @@ def register_scheme(cls: type[Scheme]) -> type[Scheme]:
     return cls
 
 
+def unregister_scheme(name: str) -> None:
+    """Remove the scheme registered under ``name`` (a test's scheme, registered for its duration)."""
+    del _SCHEMES[name]
+
+
 def available_schemes() -> list[str]:
     """Registered scheme names, in registration order."""
     return list(_SCHEMES)

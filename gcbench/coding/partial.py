@@ -1,4 +1,4 @@
-"""Schemes whose workers send several messages, so a slow worker's partial work counts (issue 12).
+"""Schemes whose workers send several messages, so a slow worker's partial work counts.
 
 ``partial_cr`` follows Tandon et al.'s partial-straggler scheme: an uncoded first part every worker sends
 early, then a CR-coded message. ``chunked_cr`` follows Ramamoorthy, Meng and Girimaji (NeurIPS 2024): one

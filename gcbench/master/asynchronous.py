@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gcbench import stops
 from gcbench.cluster import Cluster, Failure, Restart, Result
 from gcbench.master.learner import Learner
 from gcbench.master.messages import gather
@@ -166,7 +167,7 @@ class AsynchronousMaster:
         t, starts, ends, staleness = np.array(self.updates).T
         t = t.astype(np.int64)
         rec.start[t], rec.end[t], rec.duration[t], rec.staleness[t] = starts, ends, ends - starts, staleness
-        rec.reason[t] = "k_results"
+        rec.reason[t] = stops.K_RESULTS
         if not self.used:
             return rec
         u, w, row, begun, ready, measured = np.array(self.used).T

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from gcbench import stops
 from gcbench.coding import Scheme
 from gcbench.errors import GcbenchError
 from gcbench.results.messages import sends_several, used_message_ids
@@ -27,7 +28,7 @@ def decoding_quality(rec: RunRecorder, scheme: Scheme, rows: np.ndarray | None =
     """Exact or approximate per iteration (of ``rows``, default all), with the residual of approximate decodes."""
     rows = np.arange(rec.iterations) if rows is None else np.asarray(rows, dtype=np.int64)
     reason, failed = rec.reason[rows], rec.failed[rows]
-    guaranteed = scheme.exact & np.isin(reason, ["decodable", "all_arrived"]) & ~failed.any(axis=1)
+    guaranteed = scheme.exact & np.isin(reason, [stops.DECODABLE, stops.ALL_ARRIVED]) & ~failed.any(axis=1)
     rec.exact[rows] = guaranteed
     pending = rows[~guaranteed]
     if rec.messages is not None or sends_several(scheme):  # a worker's messages may be used in part

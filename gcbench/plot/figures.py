@@ -10,6 +10,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
+from gcbench import stops
 from gcbench.plot.compare import sim_vs_real
 from gcbench.plot.labels import is_number, legend_below, parameter_label, point_title
 from gcbench.plot.overlap import styles_for
@@ -34,7 +35,6 @@ __all__ = [
 
 HEAVY_TAIL = 10.0  # p99 / p50 above which the time axis is logarithmic
 WIDE_SWEEP = 20.0  # max / min above which a sweep axis is logarithmic even if not geometric
-ASYNCHRONOUS_STOP = "k_results"  # the stop reason of every asynchronous update (as in the summary)
 ECDF_AXES = {  # an asynchronous row is one model update, not an iteration
     "synchronous": ("iteration time (s)", "fraction of iterations ≤ time"),
     "asynchronous": ("time between model updates (s)", "fraction of updates ≤ time"),
@@ -48,7 +48,7 @@ def iteration_time_ecdf(iterations: pd.DataFrame, point: int | None = None) -> F
     """
     point = iterations["point"].max() if point is None else point
     data = iterations[iterations["point"] == point]
-    asynchronous = data.groupby("variant", sort=False)["stop"].transform(lambda s: (s == ASYNCHRONOUS_STOP).all())
+    asynchronous = data.groupby("variant", sort=False)["stop"].transform(lambda s: (s == stops.K_RESULTS).all())
     panels = [
         (frame, kind)
         for frame, kind in ((data[~asynchronous], "synchronous"), (data[asynchronous], "asynchronous"))

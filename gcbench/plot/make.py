@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from gcbench.plot import figures, style
-from gcbench.plot.runs import Run, check_distinct, load_run, require_columns
+from gcbench.plot.runs import Run, check_distinct, latest_runs, load_run, require_columns
 from gcbench.plot.training import run_target
 from gcbench.results.schema import ITERATION_COLUMNS, WORKER_COLUMNS
 
@@ -24,6 +24,7 @@ class FigureSpec:
     name: str
     caption: str
     draw: Callable[[Run, float | None], Figure | None]  # (run, target accuracy)
+    caption_without_workers: str | None = None  # the caption when the run has no workers table, if it differs
 
 
 FIGURES = (
@@ -59,10 +60,8 @@ FIGURES = (
         "Computation load (partitions per worker, left) and upload per message (gradients, right) against the "
         "stragglers tolerated, per variant.",
         lambda r, _: figures.scheme_map(r.iterations, r.workers),
+        "Upload per message (gradients) against the stragglers tolerated, per variant (no workers.parquet: no load).",
     ),
-)
-UPLOAD_ONLY = (
-    "Upload per message (gradients) against the stragglers tolerated, per variant (no workers.parquet: no load)."
 )
 SIM_VS_REAL = (
     "Simulated against measured iteration times: distributions, and a parity plot of means whose legend gives "
@@ -70,11 +69,23 @@ SIM_VS_REAL = (
 )
 
 
+FIGURES_FOLDER = "figures"  # the default output, inside the (first) run plotted: the repository's figures/ is -o
+
+
 @dataclass
 class Written:
     name: str
     caption: str
     files: list[Path]
+
+
+def runs_to_plot(paths: list[Path], out: Path | None) -> tuple[list[Run], Path, list[str]]:
+    """The runs named (default: the most recent, and its other mode's), loaded and checked before anything is
+    drawn; where their figures go (default: RUN/figures, beside the first); and the notes to tell about them."""
+    paths = paths or latest_runs()
+    out = out if out is not None else Path(paths[0]) / FIGURES_FOLDER
+    runs = load_runs(paths, out)  # every damaged file is refused before anything is drawn
+    return runs, out, [note for run in runs for note in run.notes()] + pairing_notes(runs)
 
 
 def load_runs(paths: list[Path], out: Path) -> list[Run]:
@@ -109,7 +120,9 @@ def draw_runs(runs: list[Run], out: Path, formats: tuple[str, ...], target: floa
         for spec in FIGURES:
             fig = spec.draw(run, run_target(run.iterations, run.metadata, target))
             if fig is not None:
-                caption = UPLOAD_ONLY if spec.name == "scheme-map" and run.workers is None else spec.caption
+                caption = spec.caption
+                if run.workers is None and spec.caption_without_workers is not None:
+                    caption = spec.caption_without_workers
                 written.append(_save(fig, out / f"{run.stem}-{spec.name}", formats, _caption(caption, run)))
     for sim, reals, rows in comparisons(runs):
         fig = figures.sim_vs_real(rows, {name: real.iterations for name, real in reals.items()})

@@ -4,7 +4,7 @@ Each policy registers itself (``register_policy``); registration order is the
 order `gcbench policies` lists them and the YAML union tries them.
 """
 
-from gcbench.policies._base import PolicyOutcome, SynchronousPolicy
+from gcbench.policies._base import AggregationPolicy, PolicyOutcome, SynchronousPolicy
 from gcbench.policies._registry import POLICIES, available_policies, register_policy
 from gcbench.policies.synchronous import Deadline, Decodable, FastestK, WaitAll
 
@@ -21,6 +21,7 @@ from gcbench.policies.union import Policy
 
 __all__ = [
     "POLICIES",
+    "AggregationPolicy",
     "AllReduce",
     "Async",
     "Deadline",

@@ -10,16 +10,30 @@ from typing import ClassVar, Literal, NamedTuple
 
 import numpy as np
 
+from gcbench import stops
 from gcbench.coding import Scheme
-from gcbench.models._config import Config
+from gcbench.models import Config
 
 
 class PolicyOutcome(NamedTuple):
     stop: np.ndarray  # (rows,) seconds after the iteration's start; inf: cannot progress
-    reason: np.ndarray  # (rows,) str: why it stopped
+    reason: np.ndarray  # (rows,) str: why it stopped (gcbench.stops)
 
 
-class SynchronousPolicy(Config):
+class AggregationPolicy(Config):
+    """What every policy declares of itself, so callers ask the policy instead of comparing its name."""
+
+    synchronous: ClassVar[bool]  # the master waits for each iteration's messages, decodes once, and steps
+    needs_master: ClassVar[bool] = True  # False: no master runs it (allreduce: the ranks all-reduce by themselves)
+    real_only: ClassVar[bool] = False  # True: only real mode trains it (gcbench simulate refuses it)
+
+    @property
+    def display_name(self) -> str:
+        """What a variant's label shows of the policy: its name (a policy may add its own parameters)."""
+        return self.name
+
+
+class SynchronousPolicy(AggregationPolicy):
     """A policy whose master waits, decodes once, and starts the next iteration."""
 
     fallback: Literal["wait", "approximate"] = "wait"
@@ -31,7 +45,8 @@ class SynchronousPolicy(Config):
         raise NotImplementedError
 
     def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
-        """Online (real master): the stop reason if the master should stop with these messages now, else None.
+        """Online (real master): the stop reason (gcbench.stops) if the master should stop with these messages
+        now, else None.
 
         ``received`` are message ids in arrival order; ``all_arrived``: no further
         message can arrive this iteration (every sender answered, or the rest
@@ -58,7 +73,7 @@ class SynchronousPolicy(Config):
             finite = np.where(np.isfinite(arrivals), arrivals, -np.inf).max(axis=1)
             rescued = stuck & np.isfinite(finite)
             stop = np.where(rescued, finite, stop)
-            reason = np.where(rescued, "fallback_approximate", reason)
+            reason = np.where(rescued, stops.FALLBACK_APPROXIMATE, reason)
         return PolicyOutcome(stop, reason)
 
 

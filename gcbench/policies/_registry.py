@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gcbench.models._registry import Registry
+from gcbench.models import Registry
 
 POLICIES = Registry("policy", "name")
 register_policy = POLICIES.register

@@ -11,14 +11,14 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from gcbench.models._config import Config
+from gcbench.policies._base import AggregationPolicy
 from gcbench.policies._registry import register_policy
 
 POWERSGD_RANK = 1  # PowerSGDState's own default matrix_approximation_rank
 
 
 @register_policy
-class AllReduce(Config):
+class AllReduce(AggregationPolicy):
     """DistributedDataParallel's all-reduce of every worker's gradient (scheme uncoded; real mode only).
 
     ``hook`` is one of PyTorch's DDP communication hooks (torch.distributed.algorithms.ddp_comm_hooks):
@@ -30,7 +30,8 @@ class AllReduce(Config):
     rank: Annotated[int, Field(ge=1)] = POWERSGD_RANK
 
     synchronous: ClassVar[bool] = True
-    real_only: ClassVar[bool] = True  # no master runs it: gcbench simulate refuses it
+    needs_master: ClassVar[bool] = False  # the ranks all-reduce every gradient: nothing to wait for or decode
+    real_only: ClassVar[bool] = True  # gcbench simulate refuses it: the simulator models a master
 
     @model_validator(mode="after")
     def _rank_for_powersgd(self) -> AllReduce:

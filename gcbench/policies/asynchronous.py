@@ -12,11 +12,12 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from gcbench.models._config import Config, internal
+from gcbench.models import internal
+from gcbench.policies._base import AggregationPolicy
 from gcbench.policies._registry import register_policy
 
 
-class _AsyncPolicy(Config):
+class _AsyncPolicy(AggregationPolicy):
     synchronous: ClassVar[bool] = False
     distinct: bool = internal(True)  # each class's mode: k_async counts distinct workers, k_batch_async any
 

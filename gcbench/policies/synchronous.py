@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, PositiveFloat
 
-from gcbench.coding import Scheme
-from gcbench.coding._base import kth_smallest
+from gcbench import stops
+from gcbench.coding import Scheme, kth_smallest
 from gcbench.policies._base import PolicyOutcome, SynchronousPolicy, all_arrived, constant_reason
 from gcbench.policies._registry import register_policy
 
@@ -21,14 +21,14 @@ class WaitAll(SynchronousPolicy):
 
     def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
         stop = all_arrived(arrivals)
-        return self._fallback(stop, constant_reason("all_arrived", len(stop)), arrivals)
+        return self._fallback(stop, constant_reason(stops.ALL_ARRIVED, len(stop)), arrivals)
 
     def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
         if not all_arrived:
             return None
         if len(set(received)) == len(scheme.message_owner):
-            return "all_arrived"
-        return "fallback_approximate" if self.fallback == "approximate" and received else None
+            return stops.ALL_ARRIVED
+        return stops.FALLBACK_APPROXIMATE if self.fallback == "approximate" and received else None
 
 
 @register_policy
@@ -39,12 +39,12 @@ class Decodable(SynchronousPolicy):
 
     def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
         stop = scheme.decode_times(arrivals)
-        return self._fallback(stop, constant_reason("decodable", len(stop)), arrivals)
+        return self._fallback(stop, constant_reason(stops.DECODABLE, len(stop)), arrivals)
 
     def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
         if scheme.can_decode(received):
-            return "decodable"
-        return "fallback_approximate" if all_arrived and self.fallback == "approximate" and received else None
+            return stops.DECODABLE
+        return stops.FALLBACK_APPROXIMATE if all_arrived and self.fallback == "approximate" and received else None
 
 
 @register_policy
@@ -56,12 +56,12 @@ class FastestK(SynchronousPolicy):
 
     def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
         stop = kth_smallest(arrivals, min(self.k, arrivals.shape[1]))
-        return self._fallback(stop, constant_reason("fastest_k", len(stop)), arrivals)
+        return self._fallback(stop, constant_reason(stops.FASTEST_K, len(stop)), arrivals)
 
     def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
         if len(received) >= self.k:
-            return "fastest_k"
-        return "fallback_approximate" if all_arrived and self.fallback == "approximate" and received else None
+            return stops.FASTEST_K
+        return stops.FALLBACK_APPROXIMATE if all_arrived and self.fallback == "approximate" and received else None
 
 
 @register_policy
@@ -82,27 +82,27 @@ class Deadline(SynchronousPolicy):
         at_deadline = np.minimum(complete, self.deadline)
         decodes_at = scheme.decode_times(arrivals)
         late = decodes_at > at_deadline
-        on_time = np.where(complete <= self.deadline, "all_arrived", "deadline")
+        on_time = np.where(complete <= self.deadline, stops.ALL_ARRIVED, stops.DEADLINE)
         if self.fallback == "wait":
             stop = np.where(late, decodes_at, at_deadline)
-            reason = np.where(late, "fallback_wait", on_time)
+            reason = np.where(late, stops.FALLBACK_WAIT, on_time)
             return self._fallback(stop, reason.astype(object), arrivals)
         first = arrivals.min(axis=1)
         stop = np.maximum(at_deadline, first)
-        reason = np.where(late, "fallback_approximate", on_time).astype(object)
+        reason = np.where(late, stops.FALLBACK_APPROXIMATE, on_time).astype(object)
         return PolicyOutcome(stop, reason)
 
     def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
         if elapsed <= self.deadline:
             if len(set(received)) == len(scheme.message_owner):
-                return "all_arrived"
+                return stops.ALL_ARRIVED
             if elapsed < self.deadline:
                 return None  # before the deadline only a complete set stops the wait
             if scheme.can_decode(received):
-                return "deadline"
+                return stops.DEADLINE
         if self.fallback == "approximate":  # undecodable at the deadline: decode what arrived
-            return "fallback_approximate" if received else None
-        return "fallback_wait" if elapsed > self.deadline and scheme.can_decode(received) else None
+            return stops.FALLBACK_APPROXIMATE if received else None
+        return stops.FALLBACK_WAIT if elapsed > self.deadline and scheme.can_decode(received) else None
 
     def wake_at(self) -> float:
         return self.deadline

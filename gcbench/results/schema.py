@@ -4,6 +4,8 @@ Both modes write these columns; sweep parameters add one column per swept path,
 and a run that trains (real, or simulated with training.in_simulator) adds loss and accuracy after them.
 """
 
+from gcbench import stops
+
 # The policy column of a variant whose scenario names no policy (gcbench.policies.Decodable; a test holds them
 # equal): kept here so plotting, which reads results files only, can tell it without importing the policies.
 DEFAULT_POLICY = "decodable"
@@ -21,8 +23,8 @@ ITERATION_COLUMNS = {
     "end": "seconds since the run started when the master stopped waiting",
     "duration": "the iteration's length in seconds (end - start, without the rounding of that subtraction)",
     "messages_used": "messages the master used",
-    "stop": "why it stopped: all_arrived, decodable, fastest_k, deadline, fallback_wait, fallback_approximate "
-    "(synchronous policies) or k_results (asynchronous ones)",
+    "stop": f"why it stopped: {', '.join(stops.SYNCHRONOUS)} (synchronous policies) or "
+    f"{', '.join(stops.ASYNCHRONOUS)} (asynchronous ones)",
     "exact": "True when the decode was exact",
     "residual": "Frobenius norm of W R - T for approximate decodes (0 when exact)",
     "staleness": (

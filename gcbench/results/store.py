@@ -12,6 +12,16 @@ import pandas as pd
 from gcbench.errors import GcbenchError
 from gcbench.results.schema import ITERATION_COLUMNS, MESSAGE_COLUMNS, WORKER_COLUMNS
 
+RESULT_FILES = ("iterations.parquet", "workers.parquet", "run.json", "summary.csv")
+
+
+def check_out(out: Path, force: bool) -> None:
+    """Refuse to overwrite a results directory (or a file) unless told to (``--out``, ``--force``)."""
+    if out.exists() and not out.is_dir():
+        raise GcbenchError(f"--out {out}: is a file, not a directory; choose another path.")
+    if not force and out.is_dir() and any((out / name).exists() for name in RESULT_FILES):
+        raise GcbenchError(f"--out {out}: holds results already; add --force to overwrite them, or choose another.")
+
 
 def write_results(
     directory: Path, iterations: pd.DataFrame, workers: pd.DataFrame | None, metadata: dict[str, Any]

@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from gcbench import stops
+
 BATCHES = 10
 MIN_BATCH = 5  # iterations per batch mean, at least
 
@@ -115,7 +117,7 @@ class RunningSummary:
         if key not in self.parts:
             self.parts[key], self.sweep_values[key] = [], values
             self.variants.setdefault(variant)
-        self.parts[key].append(pd.DataFrame({**read, "k_results": stop == "k_results"}))
+        self.parts[key].append(pd.DataFrame({**read, "asynchronous": stop == stops.K_RESULTS}))
         self.rows += len(stop)
 
     def summary(self, target: float | None = None) -> pd.DataFrame:
@@ -127,7 +129,7 @@ class RunningSummary:
                 if not parts:
                     continue
                 frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
-                mean, asynchronous = frame["duration"].mean(), bool(frame["k_results"].all())
+                mean, asynchronous = frame["duration"].mean(), bool(frame["asynchronous"].all())
                 if baseline is None:
                     baseline, baseline_async = mean, asynchronous
                 speedup = baseline / mean if mean > 0 and asynchronous == baseline_async else np.nan

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from gcbench.coding import SchemeParameterError, is_integer, make_scheme, scheme_class
-
-if TYPE_CHECKING:
-    from gcbench.scenario.schema import Scenario, Variant
+from gcbench.models import MAX_SECONDS
+from gcbench.scenario.fields import DTYPE_BYTES, ScenarioFields, Variant
 
 # Schemes that check their decoding conditioning when built scan up to 2,000
 # straggler sets, each an SVD of about n x n: measured here at 2.4 s for
@@ -18,13 +17,13 @@ if TYPE_CHECKING:
 MAX_CHECKED_WORKERS = 128
 # The simulator holds a run's draws (iterations x workers, or x k results) in memory.
 MAX_RUN_CELLS = 10**8
-# only the event engine computes gradients (gcbench.sim.event.engine_for says the same)
+# only the event engine computes gradients (gcbench.sim.engines.engine_for says the same)
 VECTORISED_CANNOT_TRAIN = (
     "engine: vectorised computes no gradients, and training.in_simulator is true; use engine: auto or event"
 )
 
 
-def cross_field_problems(scenario: Scenario) -> list[str]:
+def cross_field_problems(scenario: ScenarioFields) -> list[str]:
     n = scenario.workers
     problems = []
     if scenario.compute.speeds is not None and len(scenario.compute.speeds) != n:
@@ -36,7 +35,7 @@ def cross_field_problems(scenario: Scenario) -> list[str]:
     return problems + size_problems(scenario) + variants + ([] if variants else training_problems(scenario))
 
 
-def training_problems(scenario: Scenario) -> list[str]:
+def training_problems(scenario: ScenarioFields) -> list[str]:
     """What training in the simulator needs: the event engine, and a batch that splits evenly into partitions."""
     training = scenario.training
     if not training.in_simulator:
@@ -56,11 +55,8 @@ def training_problems(scenario: Scenario) -> list[str]:
     return problems
 
 
-def size_problems(scenario: Scenario) -> list[str]:
+def size_problems(scenario: ScenarioFields) -> list[str]:
     """What would not fit: a run too large to hold in memory, a message slower than the duration ceiling."""
-    from gcbench.models._config import MAX_SECONDS
-    from gcbench.scenario.schema import DTYPE_BYTES
-
     problems = []
     widest = max([scenario.workers] + [getattr(v.policy, "k", 0) for v in scenario.variants])
     if scenario.iterations * widest > MAX_RUN_CELLS:
@@ -91,7 +87,7 @@ def variant_problems(n: int, variants: list[tuple[int, Variant]]) -> list[str]:
         problem = None if unknown else scheme_problem(variant, n)
         if unknown or problem:
             problems.append(f"{where}.{unknown}" if unknown else f"{where}: {problem.rstrip('.')}")
-        if variant.policy.name == "allreduce" and variant.scheme != "uncoded":
+        if not variant.policy.needs_master and variant.scheme != "uncoded":  # no master: nothing decodes
             problems.append(
                 f"{where}.policy: allreduce (DistributedDataParallel) all-reduces every worker's whole gradient, "
                 f"so it takes scheme: uncoded only, not {variant.scheme}"
@@ -145,8 +141,6 @@ def problems_beside_field_errors(data: dict[str, Any]) -> list[str]:
 
     So a scenario's field errors and its variant errors come in one report, not two rounds.
     """
-    from gcbench.scenario.schema import Variant
-
     n, raw = data.get("workers"), data.get("variants")
     if not is_integer(n) or not 1 <= n <= 4096 or not isinstance(raw, list):
         return []

@@ -25,7 +25,7 @@ from gcbench.errors import GcbenchError
 from gcbench.results.stream import ResultsWriter
 from gcbench.results.summary import RunningSummary
 from gcbench.scenario.loading import SweepPoint
-from gcbench.sim.runner import Tables, Task, append_part, run_part
+from gcbench.sim.tasks import Tables, Task, append_part, run_part
 
 RETRIES = 3  # reruns of a task lost with its worker or node (Ray's own default for tasks)
 AHEAD = 2  # tasks sent ahead of the one appended next, per CPU of the cluster

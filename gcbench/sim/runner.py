@@ -24,109 +24,20 @@ import sys
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-import pyarrow as pa
 
-from gcbench.results.arrow import arrow_table, value_types
+from gcbench.results.arrow import value_types
 from gcbench.results.messages import sends_several
-from gcbench.results.rows import chunks, identity, worker_keys
-from gcbench.results.stream import ENCODED, ResultsWriter, part_writer
+from gcbench.results.stream import ResultsWriter
 from gcbench.results.summary import RunningSummary
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.loading import SweepPoint
+from gcbench.sim.ray_tasks import in_ray
+from gcbench.sim.tasks import Tables, Task, append_part, run_part, write_task
 
 PARALLEL_THRESHOLD = 2_000_000  # worker-iterations below which process start-up costs more than it saves
-CHUNK_ELEMENTS = 1 << 20  # worker rows per row group of the workers table, for engines that keep every row
-
-
-@dataclass(frozen=True)
-class Task:
-    point: int
-    variant: int
-    seed: int
-
-
-@dataclass(frozen=True)
-class Tables:
-    """What every task's tables share: the sweep values' Arrow types and whether to add loss and accuracy."""
-
-    kinds: dict[str, pa.DataType]
-    trained: bool
-    with_workers: bool
-    with_messages: bool = False  # some variant's workers send several messages: the messages table too
-
-
-def write_task(
-    point: SweepPoint, index: int, task: Task, tables: Tables, writer: ResultsWriter
-) -> tuple[dict, dict[str, np.ndarray]]:
-    """Simulate one variant at one sweep point with one seed into ``writer``; returns its identity and its
-    iterations table's columns.
-
-    The vectorised engine hands over the workers rows a chunk at a time as they are final; the event engine
-    keeps them all (one task's) and they are written a chunk at a time after it.
-    """
-    from gcbench.sim.event import engine_for, simulate_with
-    from gcbench.sim.synchronous import simulate_synchronous
-
-    scenario = point.scenario
-    variant = scenario.variants[task.variant]
-    scheme = scheme_for(scenario, variant)
-    keys = identity(variant.display_label(), variant.scheme, variant.s, scheme.m, variant.policy.name, task.seed,
-                    point=index, values=point.values)  # fmt: skip
-    loads = np.array([scheme.step_load(w) for w in range(scenario.workers)])
-    repeated = worker_keys(keys)
-
-    def emit(rec, first: int, end: int) -> None:
-        writer.workers(arrow_table(rec.worker_rows(loads, first, end), repeated, tables.kinds))
-
-    engine = engine_for(scenario, variant)
-    if engine == "vectorised":
-        # (without the table no per-worker time is computed at all)
-        with_workers = tables.with_workers
-        rec = simulate_synchronous(scenario, variant, scheme, task.seed, emit if with_workers else None, with_workers)
-    else:
-        rec = simulate_with(engine, scenario, variant, scheme, task.seed)
-        for first, end in chunks(rec.iterations, rec.n, CHUNK_ELEMENTS) if tables.with_workers else ():
-            emit(rec, first, end)
-        if tables.with_messages and rec.messages is not None:
-            writer.messages(arrow_table(rec.messages.columns(), repeated, tables.kinds))
-    columns = rec.iteration_columns(tables.trained, stop_text=False)
-    writer.iterations(arrow_table(columns, keys, tables.kinds, encoded=ENCODED))
-    return keys, columns
-
-
-def run_task(
-    point: SweepPoint, index: int, task: Task, with_workers: bool
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
-    """One task's tables as columns, as ``write_task`` streams them to Parquet and pandas reads them back
-    (tests compare engines with it)."""
-    with tempfile.TemporaryDirectory(prefix="gcbench-") as folder:
-        writer = ResultsWriter(Path(folder), with_workers)
-        tables = Tables(value_types([point.values]), point.scenario.training.in_simulator, with_workers)
-        write_all(point, index, task, tables, writer)
-        frames = [pd.read_parquet(Path(folder) / f"{name}.parquet") for name in writer.files]
-    columns = [{name: frame[name].to_numpy() for name in frame.columns} for frame in frames]
-    return columns[0], columns[1] if with_workers else None
-
-
-def run_part(point: SweepPoint, index: int, task: Task, tables: Tables, folder: Path) -> Path:
-    """``write_task`` in another process, into a part of its own for the parent to append."""
-    write_all(point, index, task, tables, part_writer(folder, tables.with_workers, tables.with_messages))
-    return folder
-
-
-def write_all(point: SweepPoint, index: int, task: Task, tables: Tables, writer) -> None:
-    """``write_task``, then close the writer; on any failure abort it, so that no partial file is left."""
-    try:
-        write_task(point, index, task, tables, writer)
-    except BaseException:
-        writer.abort()
-        raise
-    writer.close()
 
 
 def stream_points(
@@ -158,8 +69,6 @@ def stream_points(
     running = RunningSummary(list(points[0].values))
     try:
         if on_ray:
-            from gcbench.sim.ray_tasks import in_ray
-
             in_ray(points, tasks, tables, writer, running, progress)
         elif _jobs(points, tasks, jobs, trains) <= 1 or len(tasks) == 1:
             for done, (i, task) in enumerate(tasks, start=1):
@@ -191,23 +100,11 @@ def _in_processes(points, tasks, tables: Tables, writer: ResultsWriter, running:
                     progress(done)
 
 
-def append_part(writer: ResultsWriter, running: RunningSummary, part: Path) -> None:
-    """A task's part (``run_part``) appended to the run's files and its summary, then removed."""
-    running.add(_plain(writer.append_part(part)))
-    shutil.rmtree(part)
-
-
 def _jobs(points: list[SweepPoint], tasks: list, jobs: int | None, trains: bool) -> int:
     if jobs is not None:
         return jobs
     size = sum(points[i].scenario.iterations * points[i].scenario.workers for i, _ in tasks)
     return (os.cpu_count() or 1) if size >= PARALLEL_THRESHOLD and not trains else 1
-
-
-def _plain(table: pa.Table) -> pd.DataFrame:
-    """A table as pandas reads its file: dictionary-encoded columns as their values."""
-    columns = [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in table.columns]
-    return pa.table(columns, names=table.column_names).to_pandas()
 
 
 def simulate_points(
@@ -227,7 +124,7 @@ def simulate_points(
 
 def engines(points: list[SweepPoint]) -> dict[str, str]:
     """Which engine ran each variant (run.json's ``engines``); raises when a variant's engine cannot run it."""
-    from gcbench.sim.event import engine_for
+    from gcbench.sim.engines import engine_for
 
     return {v.display_label(): engine_for(p.scenario, v) for p in points for v in p.scenario.variants}
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from gcbench.coding._base import Layout, Scheme
+from gcbench.coding import Layout, Scheme, register_scheme, unregister_scheme
 from gcbench.coding.cyclic_repetition import cyclic_support
 
 
@@ -41,10 +41,8 @@ class PerPartitionMessages(Scheme):
 @contextmanager
 def registered() -> Iterator[type[PerPartitionMessages]]:
     """The scheme registered under its name while the block runs (a scenario's variant can then name it)."""
-    from gcbench.coding import _registry
-
-    _registry._SCHEMES[PerPartitionMessages.name] = PerPartitionMessages
+    register_scheme(PerPartitionMessages)
     try:
         yield PerPartitionMessages
     finally:
-        del _registry._SCHEMES[PerPartitionMessages.name]
+        unregister_scheme(PerPartitionMessages.name)

@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from gcbench.coding import NotDecodable, Scheme, make_scheme, scheme_class
-from gcbench.coding._linear import EXACT_RTOL, least_squares_weights
+from gcbench.coding import EXACT_RTOL, NotDecodable, Scheme, least_squares_weights, make_scheme, scheme_class
 
 FLOAT64_RTOL = 1e-8
 UNIT_ROUNDOFF = {np.float32: 2.0**-24, np.float64: 2.0**-53}

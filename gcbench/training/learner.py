@@ -1,7 +1,7 @@
 """The master's side of training: the model and its optimizer, and an update from the workers' messages.
 
 The one master (gcbench/master) calls ``update`` with the results it used,
-whatever the cluster: Ray workers, or the simulator's in-process workers. An
+whatever the cluster: Ray or torch.distributed workers, or the simulator's in-process workers. An
 update decodes their messages with the scheme (least-squares weights when the
 decode is approximate) and steps the optimizer. An asynchronous update
 (``rescale``) divides an approximate decode by the fraction of a mini-batch it

@@ -1,0 +1,174 @@
+"""The scenario file's fields: every section a strict config (unknown keys are errors), checked by itself.
+
+The checks across fields (checks.py) read these; the Scenario (schema.py) is these fields with those checks.
+See docs/scenarios.md.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, PositiveInt, field_validator, model_validator
+
+from gcbench.coding import plain
+from gcbench.models import Config
+from gcbench.models.distributions import Distribution
+from gcbench.models.failures import Failures, NoFailures
+from gcbench.models.network import Network
+from gcbench.models.straggling import NoStraggling, Straggling
+from gcbench.models.traces import Trace
+from gcbench.policies import Decodable, Policy
+from gcbench.scenario.paths import MAX_INT
+
+DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+Seed = Annotated[int, Field(ge=0, le=MAX_INT)]
+
+
+class Gradient(Config):
+    """The gradient a worker uploads: its length and dtype set the message size in bytes."""
+
+    length: Annotated[int, Field(ge=1, le=2**40)] = 11_200_000
+    dtype: Literal["float16", "bfloat16", "float32", "float64"] = "float32"
+
+
+class Compute(Config):
+    """Compute time of a worker: per-partition draws (or a trace), its load, its speed, and an overhead.
+
+    ``load: scale`` draws one time per worker and iteration and multiplies it by
+    the load (the model of Tandon et al.); ``sum`` draws every partition
+    independently. A worker's time is divided by its speed. ``overhead`` adds
+    one draw per worker and iteration that neither the load nor the speed
+    scales (Tandon et al.'s second model, T = l·Δ + E); it is modelled time, so
+    real mode sleeps it, and the workers table counts it in ``injected_delay``.
+    """
+
+    per_partition: Distribution | None = None
+    trace: Trace | None = None
+    load: Literal["scale", "sum"] = "scale"
+    speeds: list[Annotated[float, Field(ge=1e-6, le=1e6)]] | None = None
+    overhead: Distribution | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Compute:
+        if (self.per_partition is None) == (self.trace is None):
+            raise ValueError("give exactly one of per_partition and trace")
+        return self
+
+
+class Variant(Config):
+    """One thing to compare: a scheme with its parameters, and an aggregation policy.
+
+    Besides these fields a variant takes any parameter its scheme declares
+    (``Scheme.defaults``: ``m`` for cce_cr, ``seed`` for cr, ...); the scheme
+    validates their values, and checks.py refuses keys the scheme does not take.
+    """
+
+    # the extra keys are the scheme's parameters, so a new scheme needs no field here
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
+
+    label: str | None = None
+    scheme: str
+    s: Annotated[int, Field(ge=0)] = 0
+    policy: Policy = Field(default_factory=Decodable)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_scheme_params(cls, data: Any) -> Any:
+        """The scheme's parameters (kept as given) with numpy numbers as Python's, so run.json stays JSON."""
+        if not isinstance(data, dict):
+            return data
+        return {key: value if key in cls.model_fields else plain(value) for key, value in data.items()}
+
+    def scheme_params(self) -> dict[str, Any]:
+        """The scheme parameters this variant gives (its keys beyond the fields above).
+
+        A null is the scheme's default, as it always was: run.json files written
+        before schemes owned their parameters say ``m: null, seed: null``.
+        """
+        return {key: value for key, value in (self.model_extra or {}).items() if value is not None}
+
+    def display_label(self) -> str:
+        if self.label:
+            return self.label
+        params = "".join(f",{k}={v}" for k, v in self.scheme_params().items())
+        scheme = f"{self.scheme}(s={self.s}{params})" if self.scheme != "uncoded" else "uncoded"
+        return f"{scheme}/{self.policy.display_name}"  # allreduce names its hook
+
+
+class Training(Config):
+    """What a run trains, and how: real mode always trains; the simulator only with ``in_simulator``.
+
+    ``in_simulator``: `gcbench simulate` computes real partition gradients in process while the models say how
+    long each job took (gcbench/sim/training.py), so loss and accuracy are recorded against simulated time.
+    ``target_accuracy``: the summary reports the simulated seconds to the first evaluation reaching it.
+    """
+
+    dataset: Literal["cifar10", "synthetic"] = "cifar10"
+    data_dir: str | None = None
+    cache_dir: str | None = None
+    # gcbench.training.models.MODELS (torch: not importable here); tests/test_scenario_schema.py holds them equal
+    model: Literal["small_cnn", "resnet18", "softmax"] = "small_cnn"
+    batch_size: PositiveInt = 256
+    learning_rate: Annotated[float, Field(gt=0)] = 0.05
+    momentum: Annotated[float, Field(ge=0, lt=1)] = 0.9
+    weight_decay: Annotated[float, Field(ge=0)] = 5e-4
+    eval_every: PositiveInt = 50
+    checkpoint_every: PositiveInt = 100
+    device: str = "auto"  # auto: CUDA when available
+    timeout: Annotated[float, Field(gt=0)] = 120.0  # seconds any single wait may take
+    in_simulator: bool = False  # gcbench simulate trains for real, in simulated time
+    target_accuracy: Annotated[float, Field(gt=0, le=1)] | None = None  # test accuracy whose time the summary reports
+
+    @field_validator("device")
+    @classmethod
+    def _known_device(cls, device: str) -> str:
+        if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", device):
+            raise ValueError(f"must be auto, cpu, cuda or cuda:N, not '{device}'")
+        return device
+
+
+class ScenarioFields(Config):
+    """A whole experiment's fields, each checked by itself: the cluster, its models, the variants, and sweeps."""
+
+    name: str = Field(min_length=1, max_length=100)
+    description: str = ""
+    workers: Annotated[int, Field(ge=1, le=4096)]
+    iterations: Annotated[int, Field(ge=1, le=10**7)]
+    seeds: list[Seed] = Field(default=[0], min_length=1)
+    gradient: Gradient = Gradient()
+    compute: Compute
+    straggling: Straggling = NoStraggling()
+    failures: Failures = NoFailures()
+    network: Network = Network()
+    stale_work: Literal["abandon", "finish"] = "abandon"
+    engine: Literal["auto", "event", "vectorised"] = "auto"  # auto: vectorised for synchronous policies
+    variants: list[Variant] = Field(min_length=1)
+    sweep: dict[str, list[Any]] = {}
+    training: Training = Training()
+
+    @field_validator("name")
+    @classmethod
+    def _a_folder_name(cls, name: str) -> str:
+        # the name becomes results/<name>-<time>/: it must stay one folder inside results/
+        if re.search(r"[/\\:\x00-\x1f]", name) or ".." in name or name.startswith(".") or name != name.strip():
+            raise ValueError(
+                "must be a plain folder name (it names the results directory): no '/', '\\', ':', '..', "
+                f"leading dot or surrounding spaces, not {name!r}"
+            )
+        return name
+
+    @field_validator("sweep", mode="before")
+    @classmethod
+    def _plain_sweep_values(cls, sweep: Any) -> Any:
+        # swept values become result columns and run.json: numpy numbers as Python's
+        if not isinstance(sweep, dict):
+            return sweep
+        return {key: plain(values) if isinstance(values, list) else values for key, values in sweep.items()}
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, seeds: list[int]) -> list[int]:
+        if len(set(seeds)) != len(seeds):
+            raise ValueError("give each seed once (a repeated seed repeats the same run)")
+        return seeds
