@@ -72,7 +72,7 @@ def gloo_round_trip(n: int, d: int, rounds: int) -> np.ndarray:
 
     import torch
 
-    from gcbench.real import torch_channel
+    from gcbench.real.processes import channel as torch_channel
 
     store = torch_channel.store(0, 120.0)
     here = str(Path(__file__).parent)
@@ -108,7 +108,7 @@ def _echo(worker: str, port: str, d: str, rounds: str) -> None:
     """A bare gloo worker: receive the weights, send back as many floats, ``rounds`` times."""
     import torch
 
-    from gcbench.real import torch_channel
+    from gcbench.real.processes import channel as torch_channel
 
     torch.set_num_threads(1)
     pg = _echo_group(torch_channel.store(int(port), 120.0), int(worker), 1)

@@ -290,7 +290,7 @@ def main() -> None:
 
 
 def torch_channels_used() -> bool:
-    channel = sys.modules.get("gcbench.real.torch_channel")
+    channel = sys.modules.get("gcbench.real.processes.channel")
     return channel is not None and channel.opened
 
 

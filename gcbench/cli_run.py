@@ -46,7 +46,7 @@ def run_real(
         refuse_checkpoints(out)  # before check_out: a run with checkpoints is resumed, not overwritten
         check_out(out, force)
         meta = run_metadata("real", path, [SweepPoint({}, scenario)], {"backend": backend})
-    from gcbench.real import torchrun
+    from gcbench.real.torch import torchrun
 
     refuse_pipelined_off_ray(scenario, backend)
     check_device(scenario.training.device)  # before the data is read and Ray starts
@@ -60,9 +60,9 @@ def run_real(
 
 
 def serve_torchrun_rank() -> bool:
-    """Under torchrun, a rank other than 0 is worker (rank - 1)'s agent (gcbench/real/torchrun.py): it serves
+    """Under torchrun, a rank other than 0 is worker (rank - 1)'s agent (gcbench/real/torch/torchrun.py): it serves
     until the master's run is over; True when it did. It needs nothing of the scenario: the master checks it."""
-    from gcbench.real import torchrun
+    from gcbench.real.torch import torchrun
 
     if not torchrun.launched() or torchrun.rank() == 0:
         return False

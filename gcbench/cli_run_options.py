@@ -78,7 +78,7 @@ def check_real(scenario: Scenario, path: Path) -> None:
 
 
 def refuse_pipelined_off_ray(scenario: Scenario, backend: str) -> None:
-    """Only the Ray workers keep a pipelined scheme's cached partition gradients (gcbench/real/worker.py)."""
+    """Only the Ray workers keep a pipelined scheme's cached partition gradients (gcbench/real/gradient_worker.py)."""
     pipelined = [v for v in scenario.variants if scheme_class(v.scheme).pipelined]
     if pipelined and backend != "ray":
         raise GcbenchError(

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 pytest.importorskip("torch", reason="torch is part of the [real] extra")
 
 from gcbench.cli import app  # noqa: E402
-from gcbench.real.ddp_run import DDPRun, rank_devices, stretches  # noqa: E402
-from gcbench.real.local import train_local  # noqa: E402
+from gcbench.real.ddp.run import DDPRun, rank_devices, stretches  # noqa: E402
+from gcbench.real.local.train import train_local  # noqa: E402
 from gcbench.real.variant import VariantStopped  # noqa: E402
 from gcbench.training.data import synthetic  # noqa: E402
 

@@ -3,7 +3,7 @@
 The master starts the workers with their data, publishes the model, submits
 jobs, and takes events (a result, a failure, a restart) one at a time before a
 given time (backends: ``simpy`` in gcbench/sim/cluster.py, ``ray`` in
-gcbench/real/cluster.py, ``torch`` in gcbench/real/torch_cluster.py). Only
+gcbench/real/ray/cluster.py, ``torch`` in gcbench/real/torch/cluster.py). Only
 the clock differs between backends: the SimPy cluster's ``now`` is virtual and
 ``next_event`` advances it; a real cluster's ``now`` is the wall clock.
 """

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from gcbench.real.local import train_local
-from gcbench.real.ray_start import DEATH_INFO_WAIT, LOOPBACK_ONLY, METRICS, local_ray_options, start_ray
+from gcbench.real.local.train import train_local
+from gcbench.real.ray.start import DEATH_INFO_WAIT, LOOPBACK_ONLY, METRICS, local_ray_options, start_ray
 from gcbench.real.variant import VariantRun, VariantStopped
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.training.data import Dataset
@@ -42,7 +42,7 @@ def run_variant(
     and, if a checkpoint exists, continues from it (times continue from where it stopped). An allreduce
     variant trains the DDP baseline (its ranks, no master), as ``gcbench run`` does.
     """
-    from gcbench.real.ddp_run import DDPRun
+    from gcbench.real.ddp.run import DDPRun
 
     kind = DDPRun if variant.policy.name == "allreduce" else VariantRun
     run = kind(scenario, scenario.variants.index(variant), seed, data, checkpoint, backend)

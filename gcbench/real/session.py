@@ -72,7 +72,7 @@ def build_runs(scenario: Scenario, backend: str, data, out: Path) -> list:
     """Every (variant, seed) run, seed by seed; each picks up its checkpoint if it has one.
 
     An allreduce variant is a DDPRun (torch.distributed ranks, no master) on either backend: it needs no Ray."""
-    from gcbench.real.ddp_run import DDPRun
+    from gcbench.real.ddp.run import DDPRun
 
     if backend == "local":
         return [LocalRun(scenario, seed, data) for seed in scenario.seeds]

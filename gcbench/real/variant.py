@@ -51,9 +51,9 @@ def cluster_for(scenario: Scenario, variant, scheme, seed: int, draws, clock: Wa
     """The variant's workers on ``backend`` (ray, or torch: torch.distributed processes on this machine), fed
     by the run's draws (injected straggling, crashes, overhead)."""
     if backend == "torch":
-        from gcbench.real.torch_cluster import TorchCluster as Workers
+        from gcbench.real.torch.cluster import TorchCluster as Workers
     else:
-        from gcbench.real.cluster import RayCluster as Workers
+        from gcbench.real.ray.cluster import RayCluster as Workers
     device = str(resolve_device(scenario.training.device))
     return Workers(scenario, scheme, draws, seed=seed, device=device, clock=clock)
 

@@ -41,7 +41,7 @@ CLUSTER_TEST_PARAMETERS: dict[str, ClusterTestParameters] = {
     # job); a tolerance of 50 ms, a fifth of the unit. Ray restarts an actor in 0.6 to 1.0 s (a new
     # process; 2 s seen under heavy load), so its crash checks use a downtime of 4 s. It passes every check.
     "ray": ClusterTestParameters(
-        module="gcbench.real.cluster",
+        module="gcbench.real.ray.cluster",
         unit=0.25,
         tolerance=0.05,
         fixture="local_ray",
@@ -52,7 +52,7 @@ CLUSTER_TEST_PARAMETERS: dict[str, ClusterTestParameters] = {
     # replacement process starts in about 2.5 s on the shared dev machine (it imports torch), so its crash
     # checks use a downtime of 4 s, as Ray's do.
     "torch": ClusterTestParameters(
-        module="gcbench.real.torch_cluster",
+        module="gcbench.real.torch.cluster",
         unit=0.25,
         tolerance=0.05,
         fixture="worker_processes",

@@ -1,10 +1,10 @@
 """The torch.distributed cluster: n worker processes behind the cluster protocol, in wall time, on one machine.
 
 The driver is the master (rank 0 of every channel). ``start`` opens a TCPStore
-on a free loopback port and spawns the workers (gcbench/real/torch_worker.py);
+on a free loopback port and spawns the workers (gcbench/real/torch/worker.py);
 each worker session talks to the master over its own channel, two two-rank gloo
-groups on CPU (gcbench/real/torch_channel.py says why), whose receiver thread
-feeds the cluster's one queue (gcbench/real/torch_session.py). What a worker
+groups on CPU (gcbench/real/processes/channel.py says why), whose receiver thread
+feeds the cluster's one queue (gcbench/real/processes/session.py). What a worker
 computes is what a Ray worker computes: without data each job sleeps its
 modelled compute time (the run's ``busy`` draw) and its result is held back for
 the network's latency and transfer; with a Dataset it trains on its
@@ -24,7 +24,7 @@ passed (a downtime shorter than a process's start, about 2 s, ends when the star
 does). A worker crashed for good (``downtime: null``) is dead from that job's
 submission and is not replaced.
 
-Times and the clock (``pause``/``resume``) are as in gcbench/real/cluster.py.
+Times and the clock (``pause``/``resume``) are as in gcbench/real/ray/cluster.py.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from typing import Any
 
 from gcbench.cluster import Cluster, Failure, Job, Restart, Result, message_fractions, register_cluster
 from gcbench.real.clock import WallClock
-from gcbench.real.cluster import ClusterStuck
 from gcbench.real.due_events import DueEvents
+from gcbench.real.ray.cluster import ClusterStuck
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 
 INF = float("inf")
@@ -61,7 +61,7 @@ class TorchCluster(Cluster):
         self.downtime = getattr(scenario.failures, "downtime", None)
         self.trains, self.delay, self.spec = False, 0.0, None
         self.weights, self.version, self.has_version = None, 0, [-1] * self.n
-        self.attached = None  # the published weights, pickled once (torch_channel.Attachment)
+        self.attached = None  # the published weights, pickled once (channel.Attachment)
         self.rendezvous, self.inbox, self.numbers = None, queue.Queue(), itertools.count()
         self.launcher, self.scope = None, ""
         self.sessions: list = [None] * self.n  # each worker's current WorkerSession
@@ -134,19 +134,20 @@ class TorchCluster(Cluster):
     def _meeting_place(self) -> tuple[Any, Any, str]:
         """The store the channels rendezvous on (scoped to this cluster), who starts the worker processes,
         and the scope: a loopback store and the driver's children; under torchrun, torchrun's store and the
-        worker ranks' agents (gcbench/real/torchrun.py)."""
-        from gcbench.real import torch_channel, torchrun
-        from gcbench.real.torch_session import LocalLauncher
+        worker ranks' agents (gcbench/real/torch/torchrun.py)."""
+        from gcbench.real.processes import channel
+        from gcbench.real.torch import torchrun
+        from gcbench.real.torch.launcher import LocalLauncher
 
         if torchrun.launched():
             scope = f"cluster{next(_scopes)}"
             store = torchrun.shared_store(self.timeout)
-            return torch_channel.scoped(store, scope), torchrun.RemoteLauncher(self.timeout), scope
-        store = torch_channel.store(0, self.timeout)
+            return channel.scoped(store, scope), torchrun.RemoteLauncher(self.timeout), scope
+        store = channel.store(0, self.timeout)
         return store, LocalLauncher(store, self.timeout), ""
 
     def _spawn(self, w: int):
-        from gcbench.real.torch_session import WorkerSession
+        from gcbench.real.processes.session import WorkerSession
 
         return WorkerSession(w, next(self.numbers), self.launcher, self.timeout, self.scope)
 
@@ -207,7 +208,7 @@ class TorchCluster(Cluster):
 
     def _weights(self):
         """The published weights, pickled once for every worker that gets them."""
-        from gcbench.real.torch_channel import Attachment
+        from gcbench.real.processes.channel import Attachment
 
         if self.attached is None:
             self.attached = Attachment("weights", self.weights)

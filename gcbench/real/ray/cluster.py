@@ -1,7 +1,7 @@
 """The Ray cluster: n worker actors behind the cluster protocol, in wall time.
 
 With a Dataset, ``start`` puts the partitions' shards in the object store and
-starts GradientWorker actors that train (gcbench/real/worker.py); without one
+starts GradientWorker actors that train (gcbench/real/gradient_worker.py); without one
 (a timing-only run, the cluster conformance suite) each job sleeps its modelled
 compute time, the run's ``busy`` draw, and its result is held back for the
 network's latency and transfer, as the simulator's would be.
@@ -16,7 +16,7 @@ good (``downtime: null``) is dead from that job's submission, and killed
 without restart when its exit comes.
 
 A worker that sends several messages streams a reply per message
-(gcbench/real/ray_streams.py).
+(gcbench/real/ray/streams.py).
 
 A crashed job is sent only once the worker's earlier jobs have replied, and the
 jobs after it wait with it: the process exits the moment the crashed job starts,
@@ -43,7 +43,7 @@ from gcbench.master import RunStuck
 from gcbench.real.clock import WallClock
 from gcbench.real.due_events import DueEvents
 from gcbench.real.processes import alive
-from gcbench.real.ray_streams import StreamedJobs
+from gcbench.real.ray.streams import StreamedJobs
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 
 log = logging.getLogger("gcbench")
@@ -119,7 +119,7 @@ class RayCluster(StreamedJobs, Cluster):
     def start(self, data=None) -> None:
         """Start the actors: GradientWorkers holding their partitions of ``data``, or sleepers without data.
         A clock of the cluster's own starts once every worker is ready."""
-        from gcbench.real.sleeper import SleepingWorker
+        from gcbench.real.job_worker import SleepingWorker
 
         options = {"concurrency_groups": {"control": 1}, "num_cpus": 0, "max_restarts": -1}
         if data is None:
@@ -138,7 +138,7 @@ class RayCluster(StreamedJobs, Cluster):
         return 0.0 if bandwidth is None else message_bytes(self.scenario, self.scheme) / bandwidth
 
     def _gradient_workers(self, data, options: dict) -> list:
-        from gcbench.real.worker import GradientWorker
+        from gcbench.real.ray.actors import RayGradientWorker
         from gcbench.training.batches import PartitionSampler
         from gcbench.training.device import resolve_device
 
@@ -152,7 +152,7 @@ class RayCluster(StreamedJobs, Cluster):
             "batch_size": training.batch_size, "straggling": self.scenario.straggling,
         }  # fmt: skip
         spec = {"name": scheme.name, "n": scheme.n, "s": scheme.s, "params": dict(scheme.params)}
-        actor = self.ray.remote(**options)(GradientWorker)
+        actor = self.ray.remote(**options)(RayGradientWorker)
         return [actor.remote(w, spec, setup) for w in range(self.n)]
 
     def _wait_ready(self) -> None:
@@ -306,7 +306,7 @@ class RayCluster(StreamedJobs, Cluster):
         except ray.exceptions.RayActorError:
             return None
         except ray.exceptions.RayTaskError as error:
-            from gcbench.real.sleeper import WorkerRestarted
+            from gcbench.real.job_worker import WorkerRestarted
 
             if isinstance(error.cause, WorkerRestarted):  # restarted unnoticed (it died idle): give it its data
                 return None
