@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gcbench.real.runner import run_variant, start_ray
+from gcbench.real.ray.start import start_ray
+from gcbench.real.runner import run_variant
 from gcbench.scenario import load_scenario
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.training.data import load_data

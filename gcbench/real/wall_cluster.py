@@ -23,10 +23,11 @@ worker's previous job was done, so that is when its ``Failure`` is.
 from __future__ import annotations
 
 import logging
-from typing import Any, ClassVar
+from typing import Any
 
 from gcbench.cluster import Cluster, Failure, Job, Restart, Result, message_fractions
 from gcbench.master import RunStuck
+from gcbench.real.backend import RealBackend
 from gcbench.real.clock import WallClock
 from gcbench.real.due_events import DueEvents
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
@@ -39,10 +40,9 @@ class ClusterStuck(RunStuck):
     """No usable set of results can arrive, or none did within the timeout."""
 
 
-class WallClockCluster(Cluster):
-    """n workers on a wall clock, fed by the run's draws (injected straggling, overhead, crashes)."""
-
-    keeps_caches: ClassVar[bool] = False  # its workers keep a pipelined scheme's cached gradients between jobs
+class WallClockCluster(RealBackend, Cluster):
+    """n workers on a wall clock, fed by the run's draws (injected straggling, overhead, crashes); as a backend
+    of ``gcbench run``, ``RealBackend``'s defaults unless it declares otherwise."""
 
     def __init__(self, scenario, scheme, draws: RunDraws, seed: int = 0, device: str | None = None,
                  clock: WallClock | None = None):  # fmt: skip

@@ -64,7 +64,7 @@ class RankLauncher:
 class DDPRun:
     """Variant ``index`` (an allreduce one) of the scenario with one seed: its recorder, checkpoint and ranks."""
 
-    needs_ray = False  # its ranks are torch.distributed processes whatever the backend
+    needs_cluster = False  # its ranks are torch.distributed processes whatever the backend: no cluster, no Ray
 
     def __init__(self, scenario: Scenario, index: int, seed: int, data: Dataset, checkpoint: Path | None,
                  backend: str = "torch") -> None:  # fmt: skip

@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from gcbench.cluster import Job, Restart, register_cluster
+from gcbench.cluster import Job, Restart
 from gcbench.errors import GcbenchError
 from gcbench.real.clock import WallClock
 from gcbench.real.processes import alive
@@ -47,11 +47,26 @@ from gcbench.scenario.draws import RunDraws
 SIGNAL_SLICE = 0.05
 
 
-@register_cluster("ray")
 class RayCluster(StreamedJobs, WallClockCluster):
     """One actor per worker; a job on a busy worker queues behind on its actor, one on a down worker here."""
 
     keeps_caches: ClassVar[bool] = True  # an actor keeps a pipelined scheme's cached gradients between jobs
+
+    @classmethod
+    def prepare(cls, runs: list, address: str | None) -> None:
+        """Start a local Ray instance, or join the cluster at ``address``, unless no run needs one (an allreduce
+        variant's ranks are torch.distributed processes on any backend)."""
+        if any(run.needs_cluster for run in runs):
+            from gcbench.real.ray.start import start_ray
+
+            start_ray(address)
+
+    @classmethod
+    def single_node(cls) -> bool:
+        """Ray may span machines: then the master's decode and step take every core here."""
+        import ray
+
+        return len([node for node in ray.nodes() if node.get("Alive")]) <= 1
 
     def __init__(self, scenario, scheme, draws: RunDraws, seed: int = 0, device: str | None = None,
                  clock: WallClock | None = None):  # fmt: skip

@@ -33,10 +33,11 @@ from __future__ import annotations
 import itertools
 import queue
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from gcbench.cluster import Job, Restart, register_cluster
+from gcbench.cluster import Job, Restart
 from gcbench.real.clock import WallClock
 from gcbench.real.wall_cluster import ClusterStuck, WallClockCluster
 from gcbench.scenario.draws import RunDraws
@@ -44,9 +45,35 @@ from gcbench.scenario.draws import RunDraws
 _scopes = itertools.count()  # under torchrun, the clusters of one run share a store: each its own keys
 
 
-@register_cluster("torch")
 class TorchCluster(WallClockCluster):
     """One process per worker; a job on a busy worker queues behind in its process, one on a down worker here."""
+
+    @classmethod
+    def serve_helper(cls) -> bool:
+        """Under torchrun, a rank other than 0 is worker (rank - 1)'s agent (gcbench/real/torch/torchrun.py): it
+        serves until the master's run is over. It needs nothing of the scenario: the master checks it."""
+        from gcbench.real.torch import torchrun
+
+        if not torchrun.launched() or torchrun.rank() == 0:
+            return False
+        torchrun.serve_agent(torchrun.rank() - 1, torchrun.AGENT_TIMEOUT)
+        return True
+
+    @classmethod
+    @contextmanager
+    def driving(cls, scenario) -> Iterator[None]:
+        """Under torchrun, the world must be the scenario's workers plus the master, and every agent ends with
+        the run."""
+        from gcbench.real.torch import torchrun
+
+        if not torchrun.launched():
+            yield
+            return
+        torchrun.check_world(scenario.workers)
+        try:
+            yield
+        finally:
+            torchrun.stop_agents()
 
     def __init__(self, scenario, scheme, draws: RunDraws, seed: int = 0, device: str | None = None,
                  clock: WallClock | None = None):  # fmt: skip
