@@ -92,7 +92,7 @@ def refuse_pipelined_without_caches(scenario: Scenario, backend: str) -> None:
 
 def refuse_allreduce_failures(scenario: Scenario, path: Path) -> None:
     """DDP has no fault tolerance (a rank that dies ends every rank's all-reduce): no crashes to inject there."""
-    ddp = [v.display_label() for v in scenario.variants if v.policy.name == "allreduce"]
+    ddp = [v.display_label() for v in scenario.variants if not v.policy.needs_master]
     if ddp and scenario.failures.model != "none":
         raise GcbenchError(
             f"{path}: failures.model is {scenario.failures.model}, but variant '{ddp[0]}' is DistributedDataParallel, "

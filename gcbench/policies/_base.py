@@ -25,6 +25,7 @@ class SynchronousPolicy(Config):
     fallback: Literal["wait", "approximate"] = "wait"
 
     synchronous: ClassVar[bool] = True
+    needs_master: ClassVar[bool] = True  # the one master runs it (the DDP baseline's policy runs without one)
 
     def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
         """Offline (simulator): stop times for rows of known arrival times."""

@@ -30,6 +30,7 @@ class AllReduce(Config):
     rank: Annotated[int, Field(ge=1)] = POWERSGD_RANK
 
     synchronous: ClassVar[bool] = True
+    needs_master: ClassVar[bool] = False  # its ranks all-reduce and step themselves: no master waits or decodes
     real_only: ClassVar[bool] = True  # no master runs it: gcbench simulate refuses it
 
     @model_validator(mode="after")

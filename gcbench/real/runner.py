@@ -16,9 +16,9 @@ __all__ = ["VariantStopped", "block_end", "run_class", "run_variant"]
 
 
 def run_class(variant: Variant) -> type:
-    """What trains a variant: the one master (VariantRun), or for an allreduce variant the DDP baseline's ranks
-    (DDPRun, torch.distributed processes, no master) on any backend. Decided here only."""
-    if variant.policy.name == "allreduce":
+    """What trains a variant: the one master (VariantRun), or for a policy that runs without one (allreduce)
+    the DDP baseline's ranks (DDPRun, torch.distributed processes) on any backend. Decided here only."""
+    if not variant.policy.needs_master:
         from gcbench.real.ddp.run import DDPRun
 
         return DDPRun
