@@ -46,6 +46,13 @@ def test_the_lists_come_from_the_entries():
         cluster_class("local")
 
 
+def test_every_real_backend_is_a_folder_of_gcbench_real():
+    for entry in real_backends():
+        module = entry.location.split(":")[0]
+        assert module.startswith(f"gcbench.real.{entry.name}."), entry
+        assert (PACKAGE / "real" / entry.name / "__init__.py").is_file()
+
+
 def test_every_real_backend_declares_what_a_run_asks_of_it():
     from gcbench.cluster import Cluster
     from gcbench.real.backend import RealBackend
