@@ -101,12 +101,12 @@ class RayCluster(StreamedJobs, WallClockCluster):
             self.clock = WallClock()
 
     def _gradient_workers(self, data, options: dict) -> list:
-        from gcbench.real.ray.actors import RayGradientWorker
+        from gcbench.real.ray.actors import GradientWorker
 
         shards, setup, spec = self._training_setup(data)
         shards = [self.ray.put(shard) for shard in shards]
         self.data = [{j: [shards[j]] for j in self.scheme.partitions(w)} for w in range(self.n)]
-        actor = self.ray.remote(**options)(RayGradientWorker)
+        actor = self.ray.remote(**options)(GradientWorker)
         return [actor.remote(w, spec, setup) for w in range(self.n)]
 
     def _wait_ready(self) -> None:
