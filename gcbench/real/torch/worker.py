@@ -1,8 +1,8 @@
 """A worker process of the torch.distributed cluster (gcbench/real/torch/cluster.py): one worker session.
 
-It computes what a Ray worker computes, with the same classes (gcbench/real/job_worker.py's SleepingWorker
-for a timing-only run, gcbench/real/gradient_worker.py's GradientWorker for one that trains): only the
-transport differs. Its receiving thread takes the master's messages off the channel
+It computes what a Ray worker computes, with the same classes every backend runs (gcbench/real/job_worker.py's
+SleepingWorker for a timing-only run, gcbench/real/gradient_worker.py's GradientWorker for one that trains):
+only the transport differs. Its receiving thread takes the master's messages off the channel
 (gcbench/real/processes/channel.py):
 an ``abandon`` takes effect at once (the computing job checks it between partitions and while it sleeps),
 everything else (data, jobs with the weights they need, stop) queues for the main thread in the order sent, so a job
