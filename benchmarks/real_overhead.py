@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gcbench.real.runner import run_variant, start_ray
+from gcbench.real.ray.start import start_ray
+from gcbench.real.runner import run_variant
 from gcbench.scenario import load_scenario
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.training.data import load_data
@@ -72,7 +73,7 @@ def gloo_round_trip(n: int, d: int, rounds: int) -> np.ndarray:
 
     import torch
 
-    from gcbench.real import torch_channel
+    from gcbench.real.processes import channel as torch_channel
 
     store = torch_channel.store(0, 120.0)
     here = str(Path(__file__).parent)
@@ -108,7 +109,7 @@ def _echo(worker: str, port: str, d: str, rounds: str) -> None:
     """A bare gloo worker: receive the weights, send back as many floats, ``rounds`` times."""
     import torch
 
-    from gcbench.real import torch_channel
+    from gcbench.real.processes import channel as torch_channel
 
     torch.set_num_threads(1)
     pg = _echo_group(torch_channel.store(int(port), 120.0), int(worker), 1)

@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--noops", type=int, default=200)
     args = parser.parse_args()
-    from gcbench.real.ray_start import start_ray
+    from gcbench.real.ray.start import start_ray
 
     with tempfile.TemporaryDirectory(prefix="sim-ray-") as folder:
         path = Path(folder) / "sweep.yaml"

@@ -212,19 +212,23 @@ def plot(
     plot_command(runs or [], out, report, vector, target_accuracy)
 
 
+def _backend_help() -> str:
+    """The backends of `gcbench run`, from the cluster registry (which imports none of them)."""
+    from gcbench.cluster import real_backends
+
+    names = [f"{entry.name} ({entry.note})" if entry.note else entry.name for entry in real_backends()]
+    return f"{', '.join(names[:-1])}, or {names[-1]}."
+
+
+BACKEND_HELP = _backend_help()  # "ray, torch (worker processes here), or local (one process)."
+
+
 @app.command()
 @user_errors
 def run(
     scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")] = Path("scenarios/cifar10.yaml"),
     real: Annotated[bool, typer.Option("--real/--sim", help="Train for real (default) or simulate.")] = True,
-    backend: Annotated[
-        str,
-        typer.Option(
-            "--backend",
-            help="ray, torch (torch.distributed worker processes: here, or across machines under torchrun), "
-            "or local (one process).",
-        ),
-    ] = "ray",
+    backend: Annotated[str, typer.Option("--backend", help=BACKEND_HELP)] = "ray",
     out: Annotated[Path | None, typer.Option("--out", help="Results directory.")] = None,
     address: Annotated[
         str | None, typer.Option("--address", help="With --backend ray: an existing Ray cluster (default: local).")
@@ -258,7 +262,7 @@ def run(
         from gcbench.real.requirements import require_real_extra
 
         require_real_extra()
-    from gcbench.cli_run import check_backend, console, refuse_with_resume, run_real, serve_torchrun_rank
+    from gcbench.cli_run import check_backend, console, refuse_with_resume, run_real, serve_as_helper
     from gcbench.cli_simulate import simulate_scenario
 
     if not real:
@@ -270,7 +274,7 @@ def run(
         simulate_scenario(scenario, out, None, True, console(), iterations, overrides=overrides, force=force)
         return
     check_backend(backend)
-    if backend == "torch" and serve_torchrun_rank():
+    if serve_as_helper(backend):  # (under torchrun, every rank but the driver's)
         return
     training = {"batch_size": batch_size, "learning_rate": lr, "model": model, "dataset": dataset}
     training.update(data_dir=data_dir, device=device)
@@ -297,7 +301,7 @@ def main() -> None:
 
 
 def torch_channels_used() -> bool:
-    channel = sys.modules.get("gcbench.real.torch_channel")
+    channel = sys.modules.get("gcbench.real.processes.channel")
     return channel is not None and channel.opened
 
 

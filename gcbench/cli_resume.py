@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from gcbench.cluster import real_backends
 from gcbench.errors import GcbenchError
 from gcbench.scenario.loading import format_problem
 from gcbench.scenario.schema import Scenario
@@ -45,8 +46,9 @@ def read_run_json(run_dir: Path) -> dict[str, Any]:
 def _check_types(meta: dict[str, Any], path: Path) -> None:
     if not isinstance(meta["scenario_file"], str):
         raise _damaged(path, "its 'scenario_file' must be a string")
-    if meta["backend"] not in ("ray", "torch", "local"):
-        raise _damaged(path, "its 'backend' must be 'ray', 'torch' or 'local'")
+    backends = [f"'{entry.name}'" for entry in real_backends()]
+    if meta["backend"] not in [entry.name for entry in real_backends()]:
+        raise _damaged(path, f"its 'backend' must be {', '.join(backends[:-1])} or {backends[-1]}")
     if not isinstance(meta["scenario"], dict):
         raise _damaged(path, f"its 'scenario' must be an object, not a JSON {_json_type(meta['scenario'])}")
     if not isinstance(meta.get("resumes", []), list) or not all(isinstance(r, dict) for r in meta.get("resumes", [])):

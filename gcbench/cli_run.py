@@ -8,7 +8,8 @@ from typing import Any
 from rich.console import Console
 
 from gcbench.cli_resume import read_run_json, resumed_scenario
-from gcbench.cli_run_options import check_real, real_scenario, refuse_pipelined_off_ray
+from gcbench.cli_run_options import check_real, real_scenario, refuse_pipelined_without_caches
+from gcbench.cluster import backend_class, real_backends
 from gcbench.errors import GcbenchError
 from gcbench.results import summarize
 from gcbench.results.metadata import new_run_directory, resume_entry, run_metadata
@@ -46,32 +47,20 @@ def run_real(
         refuse_checkpoints(out)  # before check_out: a run with checkpoints is resumed, not overwritten
         check_out(out, force)
         meta = run_metadata("real", path, [SweepPoint({}, scenario)], {"backend": backend})
-    from gcbench.real import torchrun
-
-    refuse_pipelined_off_ray(scenario, backend)
+    refuse_pipelined_without_caches(scenario, backend)
     check_device(scenario.training.device)  # before the data is read and Ray starts
-    if backend != "torch" or not torchrun.launched():
+    with backend_class(backend).driving(scenario):  # (under torchrun: the world fits, and the agents end with it)
         return _train(scenario, path, backend, out, address, meta, console, resumed=resume is not None)
-    torchrun.check_world(scenario.workers)
-    try:
-        return _train(scenario, path, backend, out, address, meta, console, resumed=resume is not None)
-    finally:
-        torchrun.stop_agents()
 
 
-def serve_torchrun_rank() -> bool:
-    """Under torchrun, a rank other than 0 is worker (rank - 1)'s agent (gcbench/real/torchrun.py): it serves
-    until the master's run is over; True when it did. It needs nothing of the scenario: the master checks it."""
-    from gcbench.real import torchrun
-
-    if not torchrun.launched() or torchrun.rank() == 0:
-        return False
-    torchrun.serve_agent(torchrun.rank() - 1, torchrun.AGENT_TIMEOUT)
-    return True
+def serve_as_helper(backend: str) -> bool:
+    """Where this process was launched as a helper of the run rather than its driver (under torchrun, a rank
+    other than 0 is worker (rank - 1)'s agent): it serves until the driver's run is over; True when it did."""
+    return backend_class(backend).serve_helper()
 
 
 def say_complete(console, out: Path, scenario: Scenario, backend: str) -> None:
-    planned = scenario.iterations * len(scenario.seeds) * (len(scenario.variants) if backend != "local" else 1)
+    planned = backend_class(backend).planned(scenario)
     message = f"{out}: the run is complete ({planned} of {planned} iterations); nothing to resume."
     console.print(message, highlight=False, soft_wrap=True)
 
@@ -115,7 +104,6 @@ def _start(scenario: Scenario, backend: str, out: Path, address, meta: dict, con
     """The session, ready to train: data loaded, checkpoints checked, Ray started (SIGTERM handled after it);
     None if there is nothing left to do."""
     from gcbench.cli_progress import RunProgress
-    from gcbench.real.runner import start_ray
     from gcbench.real.session import Session, build_runs
     from gcbench.training.data import load_data
 
@@ -128,9 +116,8 @@ def _start(scenario: Scenario, backend: str, out: Path, address, meta: dict, con
         console.print(f"resuming {out}:", highlight=False, soft_wrap=True)
         for run in runs:
             console.print(f"  {describe(run)}: {continues(run)}", highlight=False, soft_wrap=True)
-    if backend == "ray" and any(getattr(run, "needs_ray", True) for run in runs):  # (allreduce runs need no Ray)
-        start_ray(address)
-        guard.install()  # again: Ray's core worker has put its own SIGTERM handler in place
+    backend_class(backend).prepare(runs, address)  # (Ray starts here, unless no run needs it)
+    guard.install()  # again: a runtime it started (Ray's core worker) may have put its own SIGTERM handler in place
     return Session(scenario, runs, out, meta, RunProgress(console))
 
 
@@ -204,12 +191,11 @@ def report(session, status: str, out: Path, console) -> None:
         )
 
 
-BACKENDS = ("ray", "torch", "local")  # torch: the parameter-server cluster on torch.distributed, on this machine
-
-
 def check_backend(backend: str) -> None:
-    if backend not in BACKENDS:
-        raise GcbenchError(f"--backend must be ray, torch or local, got '{backend}'.")
+    """One of the backends of `gcbench run`, as the cluster registry lists them."""
+    names = [entry.name for entry in real_backends()]
+    if backend not in names:
+        raise GcbenchError(f"--backend must be {', '.join(names[:-1])} or {names[-1]}, got '{backend}'.")
 
 
 def console() -> Console:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gcbench.cluster import backend_class, real_backends
 from gcbench.coding import scheme_class
 from gcbench.errors import GcbenchError
 from gcbench.scenario import load_scenario
@@ -77,19 +78,21 @@ def check_real(scenario: Scenario, path: Path) -> None:
             )
 
 
-def refuse_pipelined_off_ray(scenario: Scenario, backend: str) -> None:
-    """Only the Ray workers keep a pipelined scheme's cached partition gradients (gcbench/real/worker.py)."""
+def refuse_pipelined_without_caches(scenario: Scenario, backend: str) -> None:
+    """A pipelined scheme needs workers that keep its cached partition gradients between jobs
+    (gcbench/real/gradient_worker.py), which a backend declares (``keeps_caches``)."""
     pipelined = [v for v in scenario.variants if scheme_class(v.scheme).pipelined]
-    if pipelined and backend != "ray":
+    if pipelined and not backend_class(backend).keeps_caches:
+        keeping = " or ".join(f"--backend {e.name}" for e in real_backends() if backend_class(e.name).keeps_caches)
         raise GcbenchError(
             f"variant '{pipelined[0].display_label()}' ({pipelined[0].scheme}) needs workers that keep their cached "
-            f"partition gradients between iterations, which only --backend ray has; --backend {backend} cannot run it."
+            f"partition gradients between iterations, which only {keeping} has; --backend {backend} cannot run it."
         )
 
 
 def refuse_allreduce_failures(scenario: Scenario, path: Path) -> None:
     """DDP has no fault tolerance (a rank that dies ends every rank's all-reduce): no crashes to inject there."""
-    ddp = [v.display_label() for v in scenario.variants if v.policy.name == "allreduce"]
+    ddp = [v.display_label() for v in scenario.variants if not v.policy.needs_master]
     if ddp and scenario.failures.model != "none":
         raise GcbenchError(
             f"{path}: failures.model is {scenario.failures.model}, but variant '{ddp[0]}' is DistributedDataParallel, "

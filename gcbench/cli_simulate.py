@@ -97,7 +97,7 @@ def check_ray_options(ray: bool, address: str | None, jobs: int | None) -> None:
 def start_tasks_ray(address: str | None, console: Console) -> None:
     """Ray for the tasks: the cluster at ``address`` (token authentication as in real mode), or a local instance
     on the loopback interface; a process that has joined one already keeps it."""
-    from gcbench.real.ray_start import start_ray
+    from gcbench.real.ray.start import start_ray
 
     start_ray(address)
     console.print(f"tasks on Ray: {f'the cluster at {address}' if address else 'a local instance'}", highlight=False)

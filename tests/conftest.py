@@ -41,7 +41,7 @@ def shared_data() -> Path:
 def local_ray():
     """One local Ray instance for every real-mode test (starting one takes seconds)."""
     pytest.importorskip("torch", reason="torch is part of the [real] extra")
-    from gcbench.real.runner import LOOPBACK_ONLY, local_ray_options
+    from gcbench.real.ray.start import LOOPBACK_ONLY, local_ray_options
 
     os.environ.setdefault(LOOPBACK_ONLY, "0")  # as gcbench run's own: loopback only (read when ray is imported)
     ray = pytest.importorskip("ray", reason="ray is part of the [real] extra")

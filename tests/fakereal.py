@@ -121,14 +121,14 @@ class FakeCluster(Cluster):
 
 def patch_ray(monkeypatch: pytest.MonkeyPatch) -> type[FakeCluster]:
     """Put FakeCluster in Ray's place (and small synthetic data in the scenario's)."""
-    import gcbench.real.runner as runner
+    import gcbench.real.ray.start as ray_start
     import gcbench.real.variant as variant
     import gcbench.training.data as data
 
     FakeCluster.log, FakeCluster.events = [], {}
     monkeypatch.setattr(variant, "cluster_for", FakeCluster)
     monkeypatch.setattr(variant, "master_threads", lambda workers, backend="ray": 1)
-    monkeypatch.setattr(runner, "start_ray", lambda address: None)
+    monkeypatch.setattr(ray_start, "start_ray", lambda address: None)
     monkeypatch.setattr(data, "load_data", lambda scenario: DATA)
     return FakeCluster
 

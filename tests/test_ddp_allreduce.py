@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 pytest.importorskip("torch", reason="torch is part of the [real] extra")
 
 from gcbench.cli import app  # noqa: E402
-from gcbench.real.ddp_run import DDPRun, rank_devices, stretches  # noqa: E402
-from gcbench.real.local import train_local  # noqa: E402
+from gcbench.real.ddp.run import DDPRun, rank_devices, stretches  # noqa: E402
+from gcbench.real.local.train import train_local  # noqa: E402
 from gcbench.real.variant import VariantStopped  # noqa: E402
 from gcbench.training.data import synthetic  # noqa: E402
 
@@ -160,14 +160,14 @@ def test_ddp_local_and_the_torch_parameter_server_reach_the_same_losses_in_the_s
 
 @pytest.mark.slow
 def test_on_the_ray_backend_allreduce_runs_its_ranks_without_starting_ray(tmp_path):
-    from gcbench.real import runner as real_runner
+    from gcbench.real.ray import start as ray_start
 
     def no_ray(*args, **kwargs):  # (a shared Ray instance may be up already: ask whether this run starts one)
         raise AssertionError("an allreduce-only run started Ray")
 
     before = child_processes()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(real_runner, "start_ray", no_ray)
+        patch.setattr(ray_start, "start_ray", no_ray)
         result = runner.invoke(app, ["run", str(tiny(tmp_path, iterations=2)), "--backend", "ray", "--out",
                                      str(tmp_path / "run")])  # fmt: skip
     assert result.exit_code == 0, result.output

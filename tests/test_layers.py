@@ -40,6 +40,16 @@ HEAVY = {"torch", "torchvision", "ray", "matplotlib", "seaborn"}
 HEAVY_AT_IMPORT = {"real", "training", "plot"}  # the modes that need them; elsewhere only inside functions
 
 
+REAL = PACKAGE / "real"
+# inside gcbench/real: a folder per backend (ray/, torch/, local/) and one for the DDP baseline (ddp/), beside the
+# shared part: the top-level modules (clock, due events, the wall-clock cluster half, the worker logic, the
+# session, checkpoints) and processes/ (worker processes on torch.distributed channels: torch/ and ddp/ share it)
+REAL_SHARED_FOLDERS = {"processes"}
+# the one place the shared part names a backend's folder: which run trains a variant (ddp/: a policy that runs
+# without the master); every other way to a backend goes through the cluster registry, by name
+REAL_SHARED_REACHES = {"runner.py": {"ddp"}}
+
+
 # what only tests import: the test suite's own modules (helpers such as simhelpers) and its tools
 TEST_MODULES = {"tests", "conftest", "pytest", "_pytest", "hypothesis"} | {
     p.stem for p in Path(__file__).parent.glob("*.py")
@@ -290,3 +300,34 @@ def test_no_module_imports_another_packages_private_module():
     problems = [f"{path.relative_to(PACKAGE.parent)} imports {problem}" for path in MODULES.values()
                 for problem in private_import_problems(path)]  # fmt: skip
     assert not problems, "\n".join(problems)
+
+
+def real_folder(name: str) -> str | None:
+    """The folder of gcbench/real a module is in (gcbench.real.ray.cluster -> ray); None for the shared
+    top-level modules and anything outside gcbench/real."""
+    parts = name.split(".")
+    if parts[:2] != ["gcbench", "real"] or len(parts) < 3 or not (REAL / parts[2] / "__init__.py").is_file():
+        return None
+    return parts[2]
+
+
+def test_real_backend_folders_import_no_other_backend_only_the_shared_part():
+    """A backend is one folder: it may import its own modules and the shared part, never another backend's."""
+    folders = {path.parent.name for path in REAL.glob("*/__init__.py")}
+    assert {"ray", "torch", "local", "ddp"} | REAL_SHARED_FOLDERS <= folders
+    for path in sorted(REAL.glob("*/*.py")):
+        own = path.parent.name
+        reached = {real_folder(name) for name, _ in imports(path)} - {None, own} - REAL_SHARED_FOLDERS
+        assert not reached, f"{path.relative_to(PACKAGE.parent)} imports gcbench/real/{sorted(reached)}/"
+
+
+def test_the_shared_real_part_reaches_backends_through_the_registry():
+    """The shared part names no backend's folder (it asks the cluster registry for the backend's class), save
+    where a variant's run class is decided."""
+    shared = sorted(REAL.glob("*.py")) + [
+        p for folder in REAL_SHARED_FOLDERS for p in sorted((REAL / folder).glob("*.py"))
+    ]
+    for path in shared:
+        reached = {real_folder(name) for name, _ in imports(path)} - {None} - REAL_SHARED_FOLDERS
+        reached -= REAL_SHARED_REACHES.get(path.name, set()) if path.parent == REAL else set()
+        assert not reached, f"{path.relative_to(PACKAGE.parent)} imports gcbench/real/{sorted(reached)}/"

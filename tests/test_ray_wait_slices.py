@@ -8,7 +8,7 @@ before it could say how to resume (tests/test_real_resume.py's sigterm-to-the-gr
 from __future__ import annotations
 
 from gcbench.cluster import Job
-from gcbench.real.cluster import SIGNAL_SLICE, RayCluster
+from gcbench.real.ray.cluster import SIGNAL_SLICE, RayCluster
 
 
 class WaitRecorder:

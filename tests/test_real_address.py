@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("torch", reason="torch is part of the [real] extra")
 
 from gcbench.errors import GcbenchError  # noqa: E402
-from gcbench.real.runner import start_ray  # noqa: E402
+from gcbench.real.ray.start import start_ray  # noqa: E402
 
 
 def fake_ray(calls: dict, fail: bool = False) -> types.ModuleType:

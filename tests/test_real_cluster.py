@@ -16,7 +16,7 @@ from gcbench.scenario.draws import draw_run
 ray = pytest.importorskip("ray", reason="ray is part of the [real] extra")
 pytest.importorskip("torch", reason="torch is part of the [real] extra")
 
-from gcbench.real.cluster import RayCluster  # noqa: E402
+from gcbench.real.ray.cluster import RayCluster  # noqa: E402
 from gcbench.testing.cluster_checks import conformance_scenario, crashes  # noqa: E402
 
 from realhelpers import DATA, reference_gradient, relative_error, scenario  # noqa: E402

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("torch", reason="torch is part of the [real] extra")
 
-from gcbench.real.runner import start_ray  # noqa: E402
+from gcbench.real.ray.start import start_ray  # noqa: E402
 
 SETTINGS = (
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER",

@@ -64,13 +64,13 @@ def test_run_sim_works_without_the_real_extra(tmp_path):
 def no_ray_no_data(monkeypatch):
     """Fail the test if the run reads data or starts Ray."""
     pytest.importorskip("torch", reason="torch is part of the [real] extra")
-    import gcbench.real.runner as runner
+    import gcbench.real.ray.start as ray_start
     import gcbench.training.data as data
 
     def forbidden(*args, **kwargs):
         raise AssertionError("the run went on past the device check")
 
-    monkeypatch.setattr(runner, "start_ray", forbidden)
+    monkeypatch.setattr(ray_start, "start_ray", forbidden)
     monkeypatch.setattr(data, "load_data", forbidden)
 
 

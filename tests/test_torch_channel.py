@@ -1,4 +1,4 @@
-"""A worker session's channel (gcbench/real/torch_channel.py): every message, posted without waiting, arrives
+"""A worker session's channel (gcbench/real/processes/channel.py): every message, posted without waiting, arrives
 whole and in order with its arrays and its attachment, on two two-rank gloo groups (an echo process at the
 other end)."""
 
@@ -14,11 +14,11 @@ import pytest
 
 pytest.importorskip("torch", reason="torch is part of the [real] extra")
 
-from gcbench.real import torch_channel  # noqa: E402
+from gcbench.real.processes import channel as torch_channel  # noqa: E402
 
 ECHO = """
 import sys
-from gcbench.real import torch_channel as c
+from gcbench.real.processes import channel as c
 store = c.store(int(sys.argv[1]), 60.0)
 down, up = (c.group(store, 0, 0, direction, 1, 60.0) for direction in (c.DOWN, c.UP))
 sender = c.Sender(up, 0, 0)

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("torch", reason="torch is part of the [real] extra")
 
 from gcbench.cluster import Failure, Restart, Result  # noqa: E402
-from gcbench.real.torch_cluster import TorchCluster  # noqa: E402
+from gcbench.real.torch.cluster import TorchCluster  # noqa: E402
 from gcbench.scenario.build import scheme_for  # noqa: E402
 from gcbench.scenario.draws import draw_run  # noqa: E402
 from gcbench.testing.cluster_checks import conformance_scenario  # noqa: E402
@@ -377,7 +377,7 @@ def test_evaluations_take_no_time_on_the_runs_clock(policy, monkeypatch):
     simulator, so times to a target accuracy compare: the next iteration starts less than that after the one
     before it ended (what is left is the master's own step). Both kinds of run that evaluate: the parameter
     server's master and the DDP baseline's driver."""
-    import gcbench.real.ddp_run as ddp_run
+    import gcbench.real.ddp.run as ddp_run
     import gcbench.real.variant as variant
     from gcbench.real.runner import run_variant
 
@@ -422,15 +422,15 @@ def test_a_killed_zygote_takes_its_workers_and_a_new_one_starts_their_replacemen
 def test_a_spawn_racing_the_zygote_s_exit_says_so_in_one_sentence():
     """The zygote gone between spawn's check and its request (the pipe broken): the same sentence as a spawn
     after the reader saw it go, not a BrokenPipeError."""
-    from gcbench.real.torch_zygote import Zygote
+    from gcbench.real.processes.zygote import Zygote
 
     zygote = Zygote(dict(os.environ))
     zygote.process.kill()
     zygote.process.wait()
     assert zygote.gone.wait(10)
     with pytest.raises(RuntimeError, match="^the torch zygote process has exited, so no worker can start$"):
-        zygote.spawn("worker", [], timeout=5)
+        zygote.spawn("gcbench.real.torch.worker", [], timeout=5)
     zygote.gone.clear()  # as if spawn's check ran just before the reader saw the zygote go
     with pytest.raises(RuntimeError, match="^the torch zygote process has exited, so no worker can start$"):
-        zygote.spawn("worker", [], timeout=5)
+        zygote.spawn("gcbench.real.torch.worker", [], timeout=5)
     zygote.close()

@@ -1,5 +1,5 @@
 """`gcbench run --backend torch` under torchrun: rank 0 the master, the other ranks the workers' agents
-(gcbench/real/torchrun.py). The multi-machine path, tested on one machine with ``torchrun --standalone``."""
+(gcbench/real/torch/torchrun.py). The multi-machine path, tested on one machine with ``torchrun --standalone``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The cluster protocol the one master runs against; backends register by name (``simpy`` lives in gcbench.sim)."""
+"""The cluster protocol the one master runs against, and the registry of backends by name (lazy: listing them
+imports none)."""
 
 from gcbench.cluster._base import (
     Cluster,
@@ -7,13 +8,20 @@ from gcbench.cluster._base import (
     Job,
     Restart,
     Result,
-    available_clusters,
-    cluster_class,
     message_fractions,
-    register_cluster,
+)
+from gcbench.cluster._registry import (
+    BackendEntry,
+    available_clusters,
+    backend_class,
+    backend_entry,
+    cluster_class,
+    real_backends,
+    register_backend,
 )
 
 __all__ = [
+    "BackendEntry",
     "Cluster",
     "Event",
     "Failure",
@@ -21,7 +29,10 @@ __all__ = [
     "Restart",
     "Result",
     "available_clusters",
+    "backend_class",
+    "backend_entry",
     "cluster_class",
     "message_fractions",
-    "register_cluster",
+    "real_backends",
+    "register_backend",
 ]

@@ -2,10 +2,10 @@
 
 The master starts the workers with their data, publishes the model, submits
 jobs, and takes events (a result, a failure, a restart) one at a time before a
-given time (backends: ``simpy`` in gcbench/sim/cluster.py, ``ray`` in
-gcbench/real/cluster.py, ``torch`` in gcbench/real/torch_cluster.py). Only
-the clock differs between backends: the SimPy cluster's ``now`` is virtual and
-``next_event`` advances it; a real cluster's ``now`` is the wall clock.
+given time (backends, by name in gcbench/cluster/_registry.py: ``simpy`` in
+gcbench/sim/cluster.py, ``ray`` and ``torch`` in gcbench/real/<name>/cluster.py).
+Only the clock differs between backends: the SimPy cluster's ``now`` is virtual
+and ``next_event`` advances it; a real cluster's ``now`` is the wall clock.
 """
 
 from __future__ import annotations
@@ -185,27 +185,3 @@ class Cluster(ABC):
     def leftovers(self) -> list[str]:
         """What still runs behind this cluster, one line each: worker processes, pending events, jobs in
         flight. Empty after ``shutdown()``; the conformance suite checks it."""
-
-
-_CLUSTERS: dict[str, type[Cluster]] = {}
-
-
-def register_cluster(name: str):
-    """Class decorator: make a cluster backend available by name (``simpy``, ``ray``...)."""
-
-    def register(cls: type[Cluster]) -> type[Cluster]:
-        _CLUSTERS[name] = cls
-        cls.name = name
-        return cls
-
-    return register
-
-
-def cluster_class(name: str) -> type[Cluster]:
-    if name not in _CLUSTERS:
-        raise KeyError(f"unknown cluster '{name}'; registered: {', '.join(sorted(_CLUSTERS))}")
-    return _CLUSTERS[name]
-
-
-def available_clusters() -> list[str]:
-    return sorted(_CLUSTERS)

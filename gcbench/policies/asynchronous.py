@@ -19,6 +19,7 @@ from gcbench.policies._registry import register_policy
 
 class _AsyncPolicy(AggregationPolicy):
     synchronous: ClassVar[bool] = False
+    needs_master: ClassVar[bool] = True  # the one master runs it
     distinct: bool = internal(True)  # each class's mode: k_async counts distinct workers, k_batch_async any
 
     @property

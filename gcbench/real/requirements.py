@@ -3,7 +3,7 @@
 Both are checked before a real run does anything else (reading data, starting
 Ray), so a missing piece costs one sentence instead of a traceback or a Ray
 start. The extra is looked up, not imported: Ray reads settings from the
-environment when it is imported (see ``gcbench.real.ray_start.start_ray``).
+environment when it is imported (see ``gcbench.real.ray.start.start_ray``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Run a scenario for real: every variant and seed on Ray (or the local backend); results in the shared schema."""
+"""Run a variant of a scenario for real, alone (the library's entry point): the run class that trains it, and its
+blocks of iterations."""
 
 from __future__ import annotations
 
@@ -7,23 +8,21 @@ from pathlib import Path
 
 import pandas as pd
 
-from gcbench.real.local import train_local
-from gcbench.real.ray_start import DEATH_INFO_WAIT, LOOPBACK_ONLY, METRICS, local_ray_options, start_ray
 from gcbench.real.variant import VariantRun, VariantStopped
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.training.data import Dataset
-from gcbench.training.device import resolve_device
 
-__all__ = [
-    "DEATH_INFO_WAIT",
-    "LOOPBACK_ONLY",
-    "METRICS",
-    "VariantStopped",
-    "local_ray_options",
-    "run_local",
-    "run_variant",
-    "start_ray",
-]
+__all__ = ["VariantStopped", "block_end", "run_class", "run_variant"]
+
+
+def run_class(variant: Variant) -> type:
+    """What trains a variant: the one master (VariantRun), or for a policy that runs without one (allreduce)
+    the DDP baseline's ranks (DDPRun, torch.distributed processes) on any backend. Decided here only."""
+    if not variant.policy.needs_master:
+        from gcbench.real.ddp.run import DDPRun
+
+        return DDPRun
+    return VariantRun
 
 
 def run_variant(
@@ -42,10 +41,7 @@ def run_variant(
     and, if a checkpoint exists, continues from it (times continue from where it stopped). An allreduce
     variant trains the DDP baseline (its ranks, no master), as ``gcbench run`` does.
     """
-    from gcbench.real.ddp_run import DDPRun
-
-    kind = DDPRun if variant.policy.name == "allreduce" else VariantRun
-    run = kind(scenario, scenario.variants.index(variant), seed, data, checkpoint, backend)
+    run = run_class(variant)(scenario, scenario.variants.index(variant), seed, data, checkpoint, backend)
     on_iteration = (lambda done, loss, accuracy: progress(done)) if progress else None
     try:
         while not run.finished:
@@ -59,13 +55,3 @@ def block_end(first: int, scenario: Scenario) -> int:
     """Where the block of iterations that starts at ``first`` ends: the next checkpoint, or the last iteration."""
     every = scenario.training.checkpoint_every
     return min((first // every + 1) * every, scenario.iterations)
-
-
-def run_local(scenario: Scenario, data: Dataset, seed: int, progress=None) -> tuple[pd.DataFrame, None]:
-    """The single-process baseline on the same mini-batches (k = workers partitions).
-
-    ``progress(done, loss, accuracy)`` is called after each iteration.
-    """
-    device = resolve_device(scenario.training.device)
-    frame = train_local(data, scenario.training, scenario.workers, scenario.iterations, seed, device, progress)
-    return frame, None

@@ -21,8 +21,9 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from gcbench.real.runner import block_end, run_local
-from gcbench.real.variant import OnIteration, VariantRun, VariantStopped
+from gcbench.cluster import backend_class
+from gcbench.real.runner import block_end
+from gcbench.real.variant import OnIteration, VariantStopped
 from gcbench.results.metadata import utc_now
 from gcbench.results.store import write_messages, write_metadata, write_tables
 from gcbench.scenario.schema import Scenario
@@ -43,47 +44,10 @@ class Display(Protocol):
     def close(self) -> None: ...
 
 
-class LocalRun:
-    """One seed of the local backend (one process, no checkpoints): the whole run is one block."""
-
-    index, checkpoint, label = None, None, "local"
-
-    def __init__(self, scenario: Scenario, seed: int, data) -> None:
-        self.scenario, self.seed, self.data = scenario, seed, data
-        self.resumed_at = self.next_iteration = self.checkpointed = 0
-        self.stopped, self.frame = None, None
-
-    @property
-    def finished(self) -> bool:
-        return self.frame is not None
-
-    def run_block(self, last: int, on_iteration: OnIteration | None = None) -> None:
-        self.frame, _ = run_local(self.scenario, self.data, self.seed, on_iteration)
-        self.next_iteration = self.scenario.iterations
-
-    def frames(self) -> tuple[pd.DataFrame | None, None]:
-        return self.frame, None
-
-    def close(self, interrupted: bool = False) -> None:
-        pass
-
-
 def build_runs(scenario: Scenario, backend: str, data, out: Path) -> list:
-    """Every (variant, seed) run, seed by seed; each picks up its checkpoint if it has one.
-
-    An allreduce variant is a DDPRun (torch.distributed ranks, no master) on either backend: it needs no Ray."""
-    from gcbench.real.ddp_run import DDPRun
-
-    if backend == "local":
-        return [LocalRun(scenario, seed, data) for seed in scenario.seeds]
-    folder = out / "checkpoints"
-    return [
-        (DDPRun if scenario.variants[index].policy.name == "allreduce" else VariantRun)(
-            scenario, index, seed, data, folder / f"variant{index}-seed{seed}.pt", backend
-        )
-        for seed in scenario.seeds
-        for index in range(len(scenario.variants))
-    ]
+    """Every run of the scenario on ``backend``, as its registered class builds them (gcbench/real/backend.py);
+    each picks up its checkpoint if it has one."""
+    return backend_class(backend).runs(scenario, data, out)
 
 
 def turns(runs: list, end_of_block: Callable[[int], int]) -> Iterator[tuple[Any, int]]:

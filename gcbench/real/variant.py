@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from gcbench.cluster import cluster_class
 from gcbench.errors import GcbenchError
 from gcbench.master import AsynchronousMaster, SynchronousMaster, decoding_quality
 from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
@@ -48,14 +49,10 @@ class VariantStopped(GcbenchError):
 
 
 def cluster_for(scenario: Scenario, variant, scheme, seed: int, draws, clock: WallClock, backend: str = "ray"):
-    """The variant's workers on ``backend`` (ray, or torch: torch.distributed processes on this machine), fed
-    by the run's draws (injected straggling, crashes, overhead)."""
-    if backend == "torch":
-        from gcbench.real.torch_cluster import TorchCluster as Workers
-    else:
-        from gcbench.real.cluster import RayCluster as Workers
+    """The variant's workers on the cluster registered as ``backend`` (ray, torch), fed by the run's draws
+    (injected straggling, crashes, overhead)."""
     device = str(resolve_device(scenario.training.device))
-    return Workers(scenario, scheme, draws, seed=seed, device=device, clock=clock)
+    return cluster_class(backend)(scenario, scheme, draws, seed=seed, device=device, clock=clock)
 
 
 class VariantRun:
@@ -63,6 +60,8 @@ class VariantRun:
 
     The one master (gcbench/master) runs it on a Ray or torch.distributed cluster in wall time, with a
     learner that decodes and steps; the tables are built from its recorder (gcbench/results/rows.py)."""
+
+    needs_cluster = True  # its backend's cluster (and what runs it, Ray) must be up
 
     def __init__(self, scenario: Scenario, index: int, seed: int, data: Dataset, checkpoint: Path | None,
                  backend: str = "ray") -> None:  # fmt: skip
@@ -192,11 +191,8 @@ def master_threads(workers: int, backend: str = "ray") -> int:
     On a single-node cluster (the torch backend's always is) the workers share this machine's cores; spare
     OpenMP threads in the master would only spin against them.
     """
-    if backend == "ray":
-        import ray
-
-        if len([node for node in ray.nodes() if node.get("Alive")]) > 1:
-            return torch.get_num_threads()
+    if not cluster_class(backend).single_node():
+        return torch.get_num_threads()
     return max(1, (os.cpu_count() or 1) - workers)
 
 

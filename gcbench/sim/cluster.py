@@ -36,7 +36,7 @@ from heapq import heappush
 import simpy
 from simpy.core import NORMAL
 
-from gcbench.cluster import Cluster, Event, Failure, Job, Restart, Result, message_fractions, register_cluster
+from gcbench.cluster import Cluster, Event, Failure, Job, Restart, Result, message_fractions
 from gcbench.scenario.draw_rows import DrawnRows, by_row
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
 
@@ -124,7 +124,6 @@ class ResourceLink:
 LINK_MODELS = {"events": Link, "resource": ResourceLink}  # network.link_model -> the shared link's class
 
 
-@register_cluster("simpy")
 class SimPyCluster(Cluster):
     """Workers whose jobs take the drawn times; a job on a busy or down worker starts when it is free.
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 class ClusterTestParameters:
     """How the suite runs one backend.
 
-    ``module``: the module whose import registers the backend (imported lazily, so this table pulls in no
-    engine). ``unit``: seconds of one modelled compute step (a wall clock needs short, but not too short, jobs).
+    Where the backend lives is its registry entry's (gcbench/cluster/_registry.py), so this table imports
+    none. ``unit``: seconds of one modelled compute step (a wall clock needs short, but not too short, jobs).
     ``tolerance``: how far, in seconds, a time it reports may be from the modelled one (virtual time: rounding
     only). ``known_exceptions``: check name -> why this backend is excused from it. ``fixture``: the pytest
     fixture the backend needs running (``local_ray``: a local Ray instance; ``worker_processes``: a check that
@@ -24,7 +24,6 @@ class ClusterTestParameters:
     than its restart takes (a shorter downtime ends when the restart does).
     """
 
-    module: str
     unit: float = 1.0
     tolerance: float = 1e-9
     known_exceptions: dict[str, str] = field(default_factory=dict)
@@ -34,14 +33,13 @@ class ClusterTestParameters:
 
 CLUSTER_TEST_PARAMETERS: dict[str, ClusterTestParameters] = {
     # virtual time: every time is the model's, to rounding; the SimPy cluster passes every check
-    "simpy": ClusterTestParameters(module="gcbench.sim.cluster"),
+    "simpy": ClusterTestParameters(),
     # wall time, on a local Ray instance (tests/conftest.py's local_ray). Measured on the shared 2-core dev
     # machine, every check's compared times against the model: worst 6.7 ms in three rounds at these
     # parameters, 7.5 ms in nine at units of 0.25 to 0.5 s (the worst: an abandoned worker taking its next
     # job); a tolerance of 50 ms, a fifth of the unit. Ray restarts an actor in 0.6 to 1.0 s (a new
     # process; 2 s seen under heavy load), so its crash checks use a downtime of 4 s. It passes every check.
     "ray": ClusterTestParameters(
-        module="gcbench.real.cluster",
         unit=0.25,
         tolerance=0.05,
         fixture="local_ray",
@@ -52,7 +50,6 @@ CLUSTER_TEST_PARAMETERS: dict[str, ClusterTestParameters] = {
     # replacement process starts in about 2.5 s on the shared dev machine (it imports torch), so its crash
     # checks use a downtime of 4 s, as Ray's do.
     "torch": ClusterTestParameters(
-        module="gcbench.real.torch_cluster",
         unit=0.25,
         tolerance=0.05,
         fixture="worker_processes",

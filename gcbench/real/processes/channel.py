@@ -1,6 +1,6 @@
 """One worker session's channel on torch.distributed: two two-rank gloo groups, one per direction.
 
-Why this shape (issue 11's traps): the master never receives from "any source"
+Why this shape (the traps it avoids): the master never receives from "any source"
 and never times out a receive. Each worker session (one process) gets its own
 pair of ProcessGroupGloo objects on the run's TCPStore under a prefix of its
 own (``w{worker}.{session}``; torchft's parameter_server.py builds one group per

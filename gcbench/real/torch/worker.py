@@ -1,8 +1,9 @@
-"""A worker process of the torch.distributed cluster (gcbench/real/torch_cluster.py): one worker session.
+"""A worker process of the torch.distributed cluster (gcbench/real/torch/cluster.py): one worker session.
 
-It computes what a Ray worker computes, with the same classes (gcbench/real/sleeper.py's SleepingWorker
-for a timing-only run, gcbench/real/worker.py's GradientWorker for one that trains): only the transport
-differs. Its receiving thread takes the master's messages off the channel (gcbench/real/torch_channel.py):
+It computes what a Ray worker computes, with the same classes every backend runs (gcbench/real/job_worker.py's
+SleepingWorker for a timing-only run, gcbench/real/gradient_worker.py's GradientWorker for one that trains):
+only the transport differs. Its receiving thread takes the master's messages off the channel
+(gcbench/real/processes/channel.py):
 an ``abandon`` takes effect at once (the computing job checks it between partitions and while it sleeps),
 everything else (data, jobs with the weights they need, stop) queues for the main thread in the order sent, so a job
 computes on the weights published before it. A drawn crash exits the process as the job starts
@@ -18,7 +19,6 @@ import threading
 import time
 from typing import Any
 
-PARENT_CHECK = 0.5  # seconds between checks that the master is still alive
 SPARE_POLL = 0.01  # seconds between a spare's looks for its assignment
 SPARE = -1  # the worker number a spare process starts with; its real one comes through the store
 
@@ -26,19 +26,21 @@ SPARE = -1  # the worker number a spare process starts with; its real one comes 
 def serve(worker: int, session: int, port: int, timeout: float, host: str = "127.0.0.1", scope: str = "") -> None:
     """The process's whole life: join the channel (on the store at ``host``:``port``, under the cluster's
     ``scope``), then compute jobs until told to stop."""
+    from gcbench.real.processes.child import orphan_watch, receive
+
     # first, before torch's import (seconds on a loaded machine): a master killed meanwhile is noticed
-    threading.Thread(target=_orphan_watch, args=(os.getppid(),), daemon=True).start()
+    threading.Thread(target=orphan_watch, args=(os.getppid(),), daemon=True).start()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (in a process group of its own anyway: the master ends it)
     import torch
 
-    from gcbench.real import torch_channel
+    from gcbench.real.processes import channel
 
     torch.set_num_threads(1)
-    rendezvous = torch_channel.scoped(torch_channel.store(port, timeout, host), scope)
+    rendezvous = channel.scoped(channel.store(port, timeout, host), scope)
     if worker == SPARE:
         worker, session = _assignment(rendezvous, session)
-    down = torch_channel.group(rendezvous, worker, session, torch_channel.DOWN, 1, timeout)
-    up = torch_channel.group(rendezvous, worker, session, torch_channel.UP, 1, timeout)
+    down = channel.group(rendezvous, worker, session, channel.DOWN, 1, timeout)
+    up = channel.group(rendezvous, worker, session, channel.UP, 1, timeout)
     inbox: queue.Queue = queue.Queue()
     abandoned: set[int] = set()  # shared with the worker object once the data message has made it
 
@@ -48,14 +50,14 @@ def serve(worker: int, session: int, port: int, timeout: float, host: str = "127
         else:
             inbox.put(message)
 
-    threading.Thread(target=_receive, args=(down, take, inbox), daemon=True).start()
-    _work(worker, abandoned, inbox, torch_channel.Sender(up, worker, 0))
+    threading.Thread(target=receive, args=(down, take, inbox), daemon=True).start()
+    _work(worker, abandoned, inbox, channel.Sender(up, worker, 0))
     os._exit(0)  # (gloo's threads and the daemon threads would otherwise hold the interpreter's exit)
 
 
 def _assignment(rendezvous, number: int) -> tuple[int, int]:
     """A spare process: what it needs before a job imported, wait to be told which worker and session it is."""
-    import gcbench.real.worker  # noqa: F401
+    import gcbench.real.gradient_worker  # noqa: F401
 
     key = f"spare{number}"
     while not rendezvous.check([key]):
@@ -64,26 +66,12 @@ def _assignment(rendezvous, number: int) -> tuple[int, int]:
     return int(worker), int(session)
 
 
-def _receive(down, take, inbox: queue.Queue) -> None:
-    from gcbench.real import torch_channel
-
-    torch_channel.receive_forever(down, 0, take)
-    inbox.put({"kind": "stop"})  # the master is gone: nothing more will come
-
-
-def _orphan_watch(parent: int) -> None:
-    """No worker outlives its master, even one killed with SIGKILL."""
-    while os.getppid() == parent:
-        time.sleep(PARENT_CHECK)
-    os._exit(1)
-
-
 def _worker(worker: int, spec: dict[str, Any] | None):
     if spec is None:
-        from gcbench.real.sleeper import SleepingWorker
+        from gcbench.real.job_worker import SleepingWorker
 
         return SleepingWorker(worker)
-    from gcbench.real.worker import GradientWorker
+    from gcbench.real.gradient_worker import GradientWorker
 
     return GradientWorker(worker, spec["scheme"], spec["setup"])
 
@@ -95,9 +83,7 @@ def _work(worker: int, abandoned: set[int], inbox: queue.Queue, sender) -> None:
         if kind == "data":
             actor = _worker(worker, message["spec"])
             actor.abandoned = abandoned
-            actor.shards = message["shards"]
-            actor.loaded = True
-            sender.send({"kind": "ready", "pid": os.getpid()})
+            sender.send({"kind": "ready", "pid": actor.load(message["shards"])})
         else:
             weights = message.get("weights", weights)  # new weights come with the first job after they change
             for reply in _replies(actor, message, weights):  # one per message as each is ready, or the job's one
@@ -120,8 +106,13 @@ def _replies(actor, message: dict[str, Any], weights):
     yield actor.compute(job, weights, message["straggling"], crash, message["batch"], message["overhead"])
 
 
+def main(arguments: list[str]) -> None:
+    """The command line ``worker session port timeout [host [scope]]``: as ``python -m`` runs it, or a zygote's fork."""
+    worker, session, port = (int(argument) for argument in arguments[:3])
+    serve(worker, session, port, float(arguments[3]), *arguments[4:6])
+
+
 if __name__ == "__main__":
     import sys
 
-    worker, session, port = (int(argument) for argument in sys.argv[1:4])
-    serve(worker, session, port, float(sys.argv[4]), *sys.argv[5:7])
+    main(sys.argv[1:])

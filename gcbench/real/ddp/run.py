@@ -2,7 +2,7 @@
 
 It has ``VariantRun``'s face (the session gives it turns, checkpoints and tables alike) but no master and no
 cluster protocol: DDP has no master to wait, decode or redo anything, so there is nothing for the protocol
-to carry. The driver starts n rank processes (gcbench/real/ddp_rank.py, ``python -m``, a TCPStore on a free
+to carry. The driver starts n rank processes (gcbench/real/ddp/rank.py, ``python -m``, a TCPStore on a free
 loopback port, as the torch cluster starts its workers; they need no Ray, so ``--backend ray`` runs them the
 same way), tells them which iterations to train, and builds the shared tables from what each rank reports:
 an iteration starts when the first rank starts it and ends when the all-reduce has reached every rank. The
@@ -21,10 +21,12 @@ import numpy as np
 import pandas as pd
 import torch
 
+from gcbench import stops
 from gcbench.errors import GcbenchError
 from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
 from gcbench.real.clock import WallClock
-from gcbench.real.torch_session import WorkerSession, start_worker
+from gcbench.real.processes import channel, zygote
+from gcbench.real.processes.session import WorkerSession, start_worker, worker_environment
 from gcbench.real.variant import EVALUATION_THREADS, OnIteration, VariantStopped, torch_threads
 from gcbench.results.recorder import RunRecorder
 from gcbench.results.rows import identity, restore, row_dicts, table_columns
@@ -37,24 +39,23 @@ from gcbench.training.evaluation import evaluate_master
 from gcbench.training.gradients import FlatModel
 from gcbench.training.models import build_model
 
+RANK = "gcbench.real.ddp.rank"  # the module a rank runs (python -m, or a zygote's fork)
+
 
 class RankLauncher:
-    """Starts the ranks' processes (the ``launcher`` of the torch cluster's worker sessions, another module):
-    forks of a zygote that imported torch once, as the parameter server's workers are (on Linux), or else
-    fresh interpreters."""
+    """Starts the ranks' processes (the ``launcher`` of their worker sessions, gcbench/real/processes/): forks
+    of a zygote that imported torch once, as the torch cluster's workers are (on Linux), or else fresh
+    interpreters."""
 
     def __init__(self, world: int, port: int, timeout: float) -> None:
-        from gcbench.real import torch_zygote
-        from gcbench.real.torch_session import worker_environment
-
         self.world, self.port, self.timeout = world, port, timeout
-        self.zygote = torch_zygote.Zygote(worker_environment()) if torch_zygote.usable() else None
+        self.zygote = zygote.Zygote(worker_environment(), (RANK,)) if zygote.usable() else None
 
     def spawn(self, rank: int, session: int, scope: str = ""):
         arguments = [str(value) for value in (rank, self.world, self.port, self.timeout)]
         if self.zygote is not None:
-            return self.zygote.spawn("rank", arguments, self.timeout)
-        return start_worker([sys.executable, "-m", "gcbench.real.ddp_rank", *arguments])
+            return self.zygote.spawn(RANK, arguments, self.timeout)
+        return start_worker([sys.executable, "-m", RANK, *arguments])
 
     def close(self) -> None:
         if self.zygote is not None:
@@ -64,7 +65,7 @@ class RankLauncher:
 class DDPRun:
     """Variant ``index`` (an allreduce one) of the scenario with one seed: its recorder, checkpoint and ranks."""
 
-    needs_ray = False  # its ranks are torch.distributed processes whatever the backend
+    needs_cluster = False  # its ranks are torch.distributed processes whatever the backend: no cluster, no Ray
 
     def __init__(self, scenario: Scenario, index: int, seed: int, data: Dataset, checkpoint: Path | None,
                  backend: str = "torch") -> None:  # fmt: skip
@@ -121,10 +122,8 @@ class DDPRun:
             self.close()
 
     def _start(self) -> None:
-        from gcbench.real import torch_channel
-
         # kept for the whole run: NCCL builds its communicator through the store at the first all-reduce
-        self.rendezvous = rendezvous = torch_channel.store(0, self.timeout)
+        self.rendezvous = rendezvous = channel.store(0, self.timeout)
         self.launcher = launcher = RankLauncher(self.n, rendezvous.port, self.timeout)
         self.sessions = [WorkerSession(r, 0, launcher, self.timeout) for r in range(self.n)]
         device, backend = rank_devices(self.scenario, self.n)
@@ -202,7 +201,7 @@ class DDPRun:
         rec.used[t], rec.failed[t] = True, False
         rec.start[t], rec.end[t] = rec.compute_start[t].min(), rec.arrival[t].max()
         rec.duration[t] = max(report["end"] for report in reports) - min(report["start"] for report in reports)
-        rec.reason[t], rec.exact[t], rec.residual[t], rec.staleness[t] = "all_arrived", True, 0.0, 0.0
+        rec.reason[t], rec.exact[t], rec.residual[t], rec.staleness[t] = stops.ALL_ARRIVED, True, 0.0, 0.0
         rec.loss[t] = sum(report["loss"] for report in reports)
 
     def _take(self, kinds: tuple[str, ...], t: int | None = None) -> tuple[str, int, dict]:

@@ -1,21 +1,23 @@
-"""A zygote: one process that imports torch once and forks the torch backend's processes on request (the
-parameter server's worker sessions, the DDP baseline's ranks).
+"""A zygote: one process that imports torch once and forks worker processes on request (the torch
+backend's worker sessions, the DDP baseline's ranks).
 
 A worker process spends most of its start importing torch (about 1.4 s of CPU, several seconds on a loaded
 machine); a fork of a process that has imported it starts in milliseconds. The zygote imports torch and the
-worker's modules, runs no torch work (a fork of a process whose torch ran multi-threaded work can hang in
-its own first one) and starts no thread, then forks one child per request. Each child is a worker session
-exactly as a fresh interpreter would be (gcbench/real/torch_worker.py's ``serve``), in a process group of
-its own; its parent is the zygote, whose exit it notices as it would the master's.
+modules its driver names (what the forks run), runs no torch work (a fork of a process whose torch ran
+multi-threaded work can hang in its own first one) and starts no thread, then forks one child per request.
+Each child runs a module's ``main(arguments)`` exactly as ``python -m MODULE ARGUMENTS...`` would (a
+torch-cluster worker session, gcbench/real/torch/worker.py; a DDP rank, gcbench/real/ddp/rank.py), in a
+process group of its own; its parent is the zygote, whose exit it notices as it would the master's.
 
-The protocol is lines of text: the driver writes ``spawn TICKET KIND ARGUMENTS...`` to the zygote's stdin; the
-zygote answers on a pipe of its own with ``ready`` once, ``started TICKET PID`` and ``exited PID CODE`` (the
-code as ``subprocess.Popen.returncode`` has it: negative for a signal). When its stdin closes, or the driver
-is gone, the zygote ends its children and exits.
+The protocol is lines of text: the driver writes ``spawn TICKET MODULE ARGUMENTS...`` to the zygote's stdin;
+the zygote answers on a pipe of its own with ``ready`` once, ``started TICKET PID`` and ``exited PID CODE``
+(the code as ``subprocess.Popen.returncode`` has it: negative for a signal). When its stdin closes, or the
+driver is gone, the zygote ends its children and exits.
 """
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import os
 import select
@@ -38,11 +40,12 @@ def usable() -> bool:
 # -- the driver's side --------------------------------------------------------------------------------------
 class Zygote:
     """The driver's handle on one zygote process: ``spawn`` forks a worker session there and returns its
-    ``ForkedProcess``; a reader thread takes the zygote's replies."""
+    ``ForkedProcess``; a reader thread takes the zygote's replies. ``preload``: the modules the zygote imports
+    before it forks (what its children run), so a child imports nothing before its work."""
 
-    def __init__(self, environment: dict[str, str]) -> None:
+    def __init__(self, environment: dict[str, str], preload: tuple[str, ...] = ()) -> None:
         read, write = os.pipe()
-        command = [sys.executable, "-m", "gcbench.real.torch_zygote", str(write)]
+        command = [sys.executable, "-m", "gcbench.real.processes.zygote", str(write), *preload]
         own_group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, pass_fds=(write,), env=environment,
                                         **own_group)  # fmt: skip
@@ -55,16 +58,16 @@ class Zygote:
 
     GONE = "the torch zygote process has exited, so no worker can start"
 
-    def spawn(self, kind: str, arguments: list[str], timeout: float) -> ForkedProcess:
-        """Fork a process of this ``kind`` (a key of ``ENTRIES``) with these arguments (its module's command
-        line); wait for its pid, at most ``timeout`` seconds (the first waits for the zygote's torch import)."""
+    def spawn(self, module: str, arguments: list[str], timeout: float) -> ForkedProcess:
+        """Fork a process that runs ``module``'s ``main`` with these arguments (its command line under ``python
+        -m``); wait for its pid, at most ``timeout`` seconds (the first waits for the zygote's torch import)."""
         ticket, process = next(self.tickets), ForkedProcess()
         with self.lock:
             if self.gone.is_set():
                 raise RuntimeError(self.GONE)
             self.unstarted[ticket] = process
         try:
-            self.process.stdin.write(f"spawn {ticket} {kind} {' '.join(arguments)}\n".encode())
+            self.process.stdin.write(f"spawn {ticket} {module} {' '.join(arguments)}\n".encode())
             self.process.stdin.flush()
         except (BrokenPipeError, ValueError) as error:  # it exited after the check (ValueError: pipe closed)
             raise RuntimeError(self.GONE) from error
@@ -151,16 +154,14 @@ class ForkedProcess:
 
 
 # -- the zygote's side --------------------------------------------------------------------------------------
-def main(reply_fd: int) -> None:
+def main(reply_fd: int, preload: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (in a process group of its own anyway: the driver ends it)
     driver = os.getppid()
     import torch  # noqa: F401  (the point of the zygote: imported once, before any fork)
     import torch.distributed  # noqa: F401
 
-    import gcbench.real.ddp_rank  # noqa: F401
-    import gcbench.real.sleeper  # noqa: F401
-    import gcbench.real.torch_channel  # noqa: F401
-    import gcbench.real.worker  # noqa: F401
+    for module in preload:  # what the forks run
+        importlib.import_module(module)
 
     replies = os.fdopen(reply_fd, "w", buffering=1)
     _say(replies, "ready")
@@ -184,35 +185,16 @@ def main(reply_fd: int) -> None:
 
 
 def _spawn(request: list[str], replies, children: set[int]) -> None:
-    _, ticket, kind, *arguments = request
+    _, ticket, module, *arguments = request
     pid = os.fork()
     if pid == 0:
-        _child(kind, arguments, replies.fileno())
+        _child(module, arguments, replies.fileno())
     children.add(pid)
     _say(replies, f"started {ticket} {pid}")
 
 
-def _serve_worker(arguments: list[str]) -> None:
-    """A parameter-server worker session, as ``python -m gcbench.real.torch_worker ARGUMENTS`` runs it."""
-    from gcbench.real import torch_worker
-
-    worker, session, port = (int(argument) for argument in arguments[:3])
-    torch_worker.serve(worker, session, port, float(arguments[3]), *arguments[4:6])
-
-
-def _serve_rank(arguments: list[str]) -> None:
-    """A rank of the DDP baseline, as ``python -m gcbench.real.ddp_rank ARGUMENTS`` runs it."""
-    from gcbench.real import ddp_rank
-
-    rank, world, port = (int(argument) for argument in arguments[:3])
-    ddp_rank.serve(rank, world, port, float(arguments[3]))
-
-
-ENTRIES = {"worker": _serve_worker, "rank": _serve_rank}  # what the zygote forks
-
-
-def _child(kind: str, arguments: list[str], reply_fd: int) -> None:
-    """In the fork: the process ``kind`` names, as its module run with these arguments would be."""
+def _child(module: str, arguments: list[str], reply_fd: int) -> None:
+    """In the fork: ``module``'s process, as ``python -m module arguments`` would run it."""
     code = 1
     try:
         os.setpgid(0, 0)
@@ -220,7 +202,7 @@ def _child(kind: str, arguments: list[str], reply_fd: int) -> None:
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)  # (the zygote's requests are not the worker's)
         os.close(devnull)
-        ENTRIES[kind](arguments)
+        importlib.import_module(module).main(arguments)
         code = 0
     except BaseException:  # noqa: BLE001  (a fork must never return into the zygote's loop)
         import traceback
@@ -272,4 +254,4 @@ def _signal(pid: int, number: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), sys.argv[2:])

@@ -1,7 +1,7 @@
 """The Ray cluster: n worker actors behind the cluster protocol, in wall time.
 
 With a Dataset, ``start`` puts the partitions' shards in the object store and
-starts GradientWorker actors that train (gcbench/real/worker.py); without one
+starts GradientWorker actors that train (gcbench/real/gradient_worker.py); without one
 (a timing-only run, the cluster conformance suite) each job sleeps its modelled
 compute time, the run's ``busy`` draw, and its result is held back for the
 network's latency and transfer, as the simulator's would be.
@@ -16,110 +16,77 @@ good (``downtime: null``) is dead from that job's submission, and killed
 without restart when its exit comes.
 
 A worker that sends several messages streams a reply per message
-(gcbench/real/ray_streams.py).
+(gcbench/real/ray/streams.py).
 
 A crashed job is sent only once the worker's earlier jobs have replied, and the
 jobs after it wait with it: the process exits the moment the crashed job starts,
 and a reply still being sent then would be lost with it (seen on a loaded
 machine), so a drawn crash would take finished work with it.
 
-Times are seconds on the cluster's clock (``clock``: a real run's, shared with its
-driver; by default one of its own that starts once the workers are ready): wall
-time since its origin, less the time between ``pause()`` and ``resume()``
-(variants take turns on one machine; the clock reads on after ``pause`` so that
-late work drained then keeps true times, and ``resume`` removes the time since).
+The clock, the draws, the events known ahead of their time and the bookkeeping
+of exits and restarts are every wall-clock cluster's (gcbench/real/wall_cluster.py).
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
-from gcbench.cluster import Cluster, Failure, Job, Restart, Result, message_fractions, register_cluster
+from gcbench.cluster import Job, Restart
 from gcbench.errors import GcbenchError
-from gcbench.master import RunStuck
 from gcbench.real.clock import WallClock
-from gcbench.real.due_events import DueEvents
 from gcbench.real.processes import alive
-from gcbench.real.ray_streams import StreamedJobs
-from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
+from gcbench.real.ray.streams import StreamedJobs
+from gcbench.real.wall_cluster import ClusterStuck, WallClockCluster, log
+from gcbench.scenario.draws import RunDraws
 
-log = logging.getLogger("gcbench")
-INF = float("inf")
 # ray.wait runs no Python signal handler until it returns: waiting in slices this long, a SIGTERM or Ctrl-C is
 # handled at once (waiting whole, a SIGTERM to the process group stopped the raylet, and Ray's core worker ended
 # the driver with status 1 before it could say how to resume)
 SIGNAL_SLICE = 0.05
 
 
-class ClusterStuck(RunStuck):
-    """No usable set of results can arrive, or none did within the timeout."""
-
-
-@register_cluster("ray")
-class RayCluster(StreamedJobs, Cluster):
+class RayCluster(StreamedJobs, WallClockCluster):
     """One actor per worker; a job on a busy worker queues behind on its actor, one on a down worker here."""
 
-    def __init__(
-        self,
-        scenario,
-        scheme,
-        draws: RunDraws,
-        seed: int = 0,
-        device: str | None = None,
-        clock: WallClock | None = None,
-    ):
-        """``seed``: the run's (the workers sample their mini-batches with it); ``device``: where workers
-        train (default: the scenario's, resolved); ``clock``: the run's clock (default: one of its own)."""
-        import ray
-
-        self.ray, self.scenario, self.scheme, self.seed, self.device = ray, scenario, scheme, seed, device
-        self.n, self.timeout = scenario.workers, scenario.training.timeout
-        self.straggling, self.overhead = draws.straggling.tolist(), draws.overhead.tolist()
-        self.busy = draws.busy.tolist()
-        self.downtime = getattr(scenario.failures, "downtime", None)
-        self.trains, self.weights, self.version = False, None, -1
-        self.actors: list = []
-        self.data: list[dict] = [{} for _ in range(self.n)]  # per worker: partition -> [shard ref], for restarts
-        self.jobs: dict[Any, Job] = {}  # compute refs (streams for several messages) in flight, in submission order
-        self.fractions = message_fractions(scheme)  # per worker that sends several messages: when each is ready
-        self.queued: list[list[Job]] = [[] for _ in range(self.n)]  # jobs of a down worker, sent when it is back
-        self.held: list[list[Job]] = [[] for _ in range(self.n)]  # a crashed job and those after it, see _release
-        self.batches: dict[Job, int] = {}
-        self.pings: dict[Any, int] = {}  # data reloads after an exit, awaited: ref -> worker
-        self.events = DueEvents()  # known events, delivered once their time has come
-        self.down_until = [-INF] * self.n  # when a crashed worker's downtime ends
-        self.back = [True] * self.n  # False from an exit until its Restart is delivered
-        self._dead: set[int] = set()
-        self.idle_since = [-INF] * self.n  # when each worker's last reply was ready
-        self.pids: dict[int, int] = {}
-        self.exits = 0
-        self.own_clock = clock is None
-        self.clock = WallClock() if clock is None else clock
+    keeps_caches: ClassVar[bool] = True  # an actor keeps a pipelined scheme's cached gradients between jobs
 
     @classmethod
-    def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True) -> RayCluster:
-        return cls(scenario, scheme, draw_run(scenario, scheme, seed), seed=seed)
+    def prepare(cls, runs: list, address: str | None) -> None:
+        """Start a local Ray instance, or join the cluster at ``address``, unless no run needs one (an allreduce
+        variant's ranks are torch.distributed processes on any backend)."""
+        if any(run.needs_cluster for run in runs):
+            from gcbench.real.ray.start import start_ray
 
-    # -- the clock ------------------------------------------------------------------------------
-    @property
-    def now(self) -> float:
-        return self.clock.now()
+            start_ray(address)
 
-    def pause(self) -> None:
-        """Another variant's turn begins: the time until ``resume`` is no one's."""
-        self.clock.pause()
+    @classmethod
+    def single_node(cls) -> bool:
+        """Ray may span machines: then the master's decode and step take every core here."""
+        import ray
 
-    def resume(self) -> None:
-        self.clock.resume()
+        return len([node for node in ray.nodes() if node.get("Alive")]) <= 1
+
+    def __init__(self, scenario, scheme, draws: RunDraws, seed: int = 0, device: str | None = None,
+                 clock: WallClock | None = None):  # fmt: skip
+        """As every wall-clock cluster's (``WallClockCluster``); Ray must be initialised."""
+        import ray
+
+        super().__init__(scenario, scheme, draws, seed, device, clock)
+        self.ray, self.weights, self.version = ray, None, -1
+        self.actors: list = []  # (self.data: per worker, partition -> [shard ref], for restarts)
+        self.jobs: dict[Any, Job] = {}  # compute refs (streams for several messages) in flight, in submission order
+        self.held: list[list[Job]] = [[] for _ in range(self.n)]  # a crashed job and those after it, see _release
+        self.pings: dict[Any, int] = {}  # data reloads after an exit, awaited: ref -> worker
+        self.pids: dict[int, int] = {}
+        self.exits = 0
 
     # -- starting ---------------------------------------------------------------------------------
     def start(self, data=None) -> None:
         """Start the actors: GradientWorkers holding their partitions of ``data``, or sleepers without data.
         A clock of the cluster's own starts once every worker is ready."""
-        from gcbench.real.sleeper import SleepingWorker
+        from gcbench.real.job_worker import SleepingWorker
 
         options = {"concurrency_groups": {"control": 1}, "num_cpus": 0, "max_restarts": -1}
         if data is None:
@@ -133,25 +100,12 @@ class RayCluster(StreamedJobs, Cluster):
         if self.own_clock:
             self.clock = WallClock()
 
-    def _transfer(self) -> float:
-        bandwidth = self.scenario.network.bandwidth
-        return 0.0 if bandwidth is None else message_bytes(self.scenario, self.scheme) / bandwidth
-
     def _gradient_workers(self, data, options: dict) -> list:
-        from gcbench.real.worker import GradientWorker
-        from gcbench.training.batches import PartitionSampler
-        from gcbench.training.device import resolve_device
+        from gcbench.real.ray.actors import GradientWorker
 
-        scheme, training = self.scheme, self.scenario.training
-        sampler = PartitionSampler(len(data.train_labels), scheme.k, training.batch_size, self.seed)
-        shards = [self.ray.put(shard) for shard in sampler.shard_data(data.train_images, data.train_labels)]
-        self.data = [{j: [shards[j]] for j in scheme.partitions(w)} for w in range(self.n)]
-        setup = {
-            "device": self.device or str(resolve_device(training.device)), "model": training.model,
-            "classes": data.classes, "seed": self.seed, "samples": len(data.train_labels),
-            "batch_size": training.batch_size, "straggling": self.scenario.straggling,
-        }  # fmt: skip
-        spec = {"name": scheme.name, "n": scheme.n, "s": scheme.s, "params": dict(scheme.params)}
+        shards, setup, spec = self._training_setup(data)
+        shards = [self.ray.put(shard) for shard in shards]
+        self.data = [{j: [shards[j]] for j in self.scheme.partitions(w)} for w in range(self.n)]
         actor = self.ray.remote(**options)(GradientWorker)
         return [actor.remote(w, spec, setup) for w in range(self.n)]
 
@@ -170,19 +124,9 @@ class RayCluster(StreamedJobs, Cluster):
         self.version += 1  # the step these weights are (a pipelined worker records it per partition)
 
     # -- jobs -------------------------------------------------------------------------------------
-    def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
-        handle = Job(worker, job, row, self.now, crash)
-        if worker in self._dead:
-            return handle  # crashed for good: the job never runs, and nothing waits for it
-        self.batches[handle] = row if batch is None else batch
-        if crash and self.downtime is None:
-            self._dead.add(worker)  # dead from now (as in the simulator); killed when its exit comes
-        if not self.back[worker]:
-            self.queued[worker].append(handle)
-        else:
-            self.held[worker].append(handle)
-            self._release(worker)
-        return handle
+    def _dispatch(self, job: Job) -> None:
+        self.held[job.worker].append(job)
+        self._release(job.worker)
 
     def _release(self, w: int) -> None:
         """Send worker w's held jobs in order; a crashed one (and so those after it) waits until none of w's
@@ -219,14 +163,7 @@ class RayCluster(StreamedJobs, Cluster):
                 self.actors[job.worker].abandon.options(concurrency_group="control").remote(job.job)
 
     # -- state ------------------------------------------------------------------------------------
-    @property
-    def dead(self) -> set[int]:
-        return self._dead
-
-    def down(self, worker: int) -> bool:
-        """Dead, or crashed and not back (downtime running, restart unconfirmed), or a crash on its queue."""
-        if worker in self._dead or not self.back[worker] or self.now < self.down_until[worker]:
-            return True
+    def _crash_sent(self, worker: int) -> bool:
         return any(job.worker == worker and job.crash for job in [*self.jobs.values(), *self.held[worker]])
 
     def running(self, job_ids: Iterable[int]) -> list[Job]:
@@ -250,17 +187,6 @@ class RayCluster(StreamedJobs, Cluster):
         return {ids[actor] for actor in actors(actor_state_name="RESTARTING") if actor in ids} if ids else set()
 
     # -- events -----------------------------------------------------------------------------------
-    def next_event(self, until: float) -> Result | Failure | Restart | None:
-        """The earliest known event once its time has come, waiting for Ray's replies no later than ``until``.
-
-        An event whose time is past ``until`` stays for a later call; so does one noticed after ``until``."""
-        if until == INF:
-            if not self.pending():
-                return None
-            until = self.now + self.timeout  # a wall clock never waits forever
-        event = self.events.next_due(self.clock.now, until, self._take)
-        return None if event is None else self._deliver(event)
-
     def _take(self, seconds: float) -> None:
         """Wait up to ``seconds`` for one of Ray's replies and turn it into the events it brings."""
         refs = [*self.jobs, *self.pings]
@@ -280,16 +206,9 @@ class RayCluster(StreamedJobs, Cluster):
             self._replied(job, ref)
             self._release(job.worker)
 
-    def _schedule(self, at: float, event) -> None:
-        self.events.schedule(at, event)
-
-    def _deliver(self, event):
-        if type(event) is Restart:  # back: the jobs sent to it meanwhile start now
-            w = event.worker
-            self.back[w] = True
-            self.held[w], self.queued[w] = self.queued[w] + self.held[w], []
-            self._release(w)
-        return event
+    def _resume(self, w: int) -> None:
+        self.held[w], self.queued[w] = self.queued[w] + self.held[w], []
+        self._release(w)
 
     def _replied(self, job: Job, ref) -> None:
         reply = self._got(job, ref)
@@ -306,7 +225,7 @@ class RayCluster(StreamedJobs, Cluster):
         except ray.exceptions.RayActorError:
             return None
         except ray.exceptions.RayTaskError as error:
-            from gcbench.real.sleeper import WorkerRestarted
+            from gcbench.real.job_worker import WorkerRestarted
 
             if isinstance(error.cause, WorkerRestarted):  # restarted unnoticed (it died idle): give it its data
                 return None
@@ -319,18 +238,6 @@ class RayCluster(StreamedJobs, Cluster):
         self.idle_since[job.worker] = self.clock.at(reply["compute_end"])
         self._schedule(*self._result(job, reply))
 
-    def _result(self, job: Job, reply: dict) -> tuple[float, Result]:
-        start, end = self.clock.at(reply["compute_start"]), self.clock.at(reply["compute_end"])
-        at = max(self.now, end + self.delay)  # the modelled network holds a timing-only result back
-        injected = reply.get("injected", float("nan"))
-        messages, losses = reply.get("messages"), reply.get("losses")
-        result = Result(job, at, start, end, messages, reply["abandoned"], losses, injected, reply.get("versions"))
-        result.message, result.final = reply.get("message"), reply.get("final", True)
-        if reply.get("refilled"):  # a pipelined worker's cache died with its process
-            log.warning(f"gcbench: worker {job.worker} lost its cached partition gradients with its process; "
-                        f"from step {job.row} it computes partitions {reply['refilled']} again")  # fmt: skip
-        return at, result
-
     def _exited(self, job: Job) -> None:
         """A worker's process exited: one Failure, with the job it was running; what was queued behind on
         its actor runs again once it is back (it cannot have started)."""
@@ -341,16 +248,11 @@ class RayCluster(StreamedJobs, Cluster):
         self.queued[w] = [other for other in lost if other is not running] + self.held[w] + self.queued[w]
         self.held[w] = []
         self.batches.pop(running, None)
-        noticed = self.now
-        # a drawn crash exits as its job starts: once sent, and once the worker's previous job was done
-        exited = min(noticed, max(running.sent, self.idle_since[w])) if running.crash else noticed
+        self._exit(w, running)
         self._warn_once(w, running.crash)
-        self._schedule(exited, Failure(w, exited, running))
-        self.back[w] = False
-        if w in self._dead:
-            self._lose(w)
-            return
-        self.down_until[w] = exited + (self.downtime if running.crash else 0.0)
+
+    def _restart(self, w: int) -> None:
+        """Ray restarts the actor; ``load`` waits for that and gives it its data back."""
         self.pings[self.actors[w].load.options(max_task_retries=-1).remote(self.data[w])] = w
 
     def _replies_before_exit(self, w: int) -> list[Job]:
@@ -395,18 +297,11 @@ class RayCluster(StreamedJobs, Cluster):
         self._schedule(at, Restart(w, at))
 
     def _lose(self, w: int) -> None:
-        self.down_until[w] = INF
         self.ray.kill(self.actors[w], no_restart=True)
-        for job in [*self.queued[w], *self.held[w]]:
+        for job in self.held[w]:
             self.batches.pop(job, None)
-        self.queued[w], self.held[w] = [], []
-
-    def drain(self, seconds: float = INF) -> list[Result | Failure | Restart]:
-        """The events of work still in flight, for at most ``seconds``."""
-        until, events = self.now + seconds, []
-        while self.pending() and (event := self.next_event(until)) is not None:
-            events.append(event)
-        return events
+        self.held[w] = []
+        super()._lose(w)
 
     # -- stopping ---------------------------------------------------------------------------------
     def shutdown(self, interrupted: bool = False, wait: float = 10.0) -> None:

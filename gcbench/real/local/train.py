@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from gcbench import stops
 from gcbench.results.recorder import RunRecorder
 from gcbench.results.rows import identity, table_columns
 from gcbench.scenario.schema import Training
@@ -36,7 +37,7 @@ def train_local(
     flat = FlatModel(model, training)
     sampler = PartitionSampler(len(data.train_labels), partitions, training.batch_size, seed)
     rec, origin = RunRecorder(iterations, 1), time.perf_counter()  # one worker: the whole mini-batch
-    rec.used[:], rec.exact[:], rec.reason[:] = True, True, "all_arrived"
+    rec.used[:], rec.exact[:], rec.reason[:] = True, True, stops.ALL_ARRIVED
     for t in range(iterations):
         start = time.perf_counter() - origin
         batch = sampler.batch(t)

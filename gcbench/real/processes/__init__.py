@@ -1,4 +1,7 @@
-"""Whether a worker process still runs on this machine: what ``RayCluster.leftovers`` reports after shutdown."""
+"""Worker processes of their own, what the torch backend and the DDP baseline share: each process's channel
+to the driver (channel.py), the driver's end of a session (session.py), the process's side of it (child.py),
+and the zygote that forks them (zygote.py). Here: whether a process still runs on this machine, what every
+backend's ``leftovers`` reports after shutdown."""
 
 from __future__ import annotations
 

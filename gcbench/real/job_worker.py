@@ -1,12 +1,15 @@
-"""What every Ray worker shares (abandonment, the drawn crash, the restart check), and the worker of a run that
-does not train: its job sleeps the modelled compute time.
+"""The worker logic every wall-clock backend runs, whatever carries its jobs (a Ray actor, a torch.distributed
+worker process): abandonment, the drawn crash, the restart check, the injected sleep; and the worker of a run
+that does not train, whose job sleeps the modelled compute time. The worker that trains is
+gcbench/real/gradient_worker.py.
 
-Ray does not interrupt a running actor task, so abandonment is cooperative: the
-cluster calls ``abandon`` in the actor's "control" concurrency group (its own
-thread, so it never queues behind computes), and a running job checks it
-between partitions and while it sleeps. A job abandoned before it began does
-not run at all (``started`` false in its reply); one abandoned while running
-still returns its timings.
+A running job is never interrupted, so abandonment is cooperative: the
+backend hands ``abandon`` to the worker at once (Ray: in the actor's "control"
+concurrency group, its own thread, so it never queues behind computes; torch:
+from the process's receiving thread), and a running job checks it between
+partitions and while it sleeps. A job abandoned before it began does not run at
+all (``started`` false in its reply); one abandoned while running still returns
+its timings.
 
 No torch here: a timing-only run (the cluster conformance suite, a run without
 data) starts workers that import nothing heavy, so they start and restart fast.
@@ -27,8 +30,8 @@ class WorkerRestarted(RuntimeError):
     """A job reached a restarted worker before the cluster gave it its data back."""
 
 
-class RayWorker:
-    """The part of a worker actor the cluster talks to besides ``compute``: ``load``, ``abandon``."""
+class JobWorker:
+    """The part of a worker the cluster talks to besides ``compute``: ``load``, ``abandon``."""
 
     def __init__(self, worker: int) -> None:
         self.worker = worker
@@ -36,13 +39,13 @@ class RayWorker:
         self.abandoned: set[int] = set()  # job ids the cluster stopped waiting for
         self.lock = threading.Lock()
 
-    def load(self, shards: dict[int, list]) -> int:
-        """Fetch the partitions' data (each reference sits in a list so Ray passes it unresolved); the pid."""
+    def load(self, shards: dict[int, Any]) -> int:
+        """Take the partitions' data (``receive``); the pid."""
         self.receive(shards)
         self.loaded = True
         return os.getpid()
 
-    def receive(self, shards: dict[int, list]) -> None:
+    def receive(self, shards: dict[int, Any]) -> None:
         """Keep the data of the partitions (a worker that does not train has none)."""
 
     def has_data(self) -> bool:
@@ -79,7 +82,7 @@ class RayWorker:
         return {"started": True, "compute_start": start, "compute_end": end, "abandoned": abandoned, **fields}
 
 
-class SleepingWorker(RayWorker):
+class SleepingWorker(JobWorker):
     """A worker of a run without data: each job sleeps its modelled compute time (the run's ``busy`` draw)."""
 
     def compute(self, job: int, seconds: float, crash: bool = False) -> dict[str, Any]:

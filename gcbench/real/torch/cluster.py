@@ -1,10 +1,10 @@
 """The torch.distributed cluster: n worker processes behind the cluster protocol, in wall time, on one machine.
 
 The driver is the master (rank 0 of every channel). ``start`` opens a TCPStore
-on a free loopback port and spawns the workers (gcbench/real/torch_worker.py);
+on a free loopback port and spawns the workers (gcbench/real/torch/worker.py);
 each worker session talks to the master over its own channel, two two-rank gloo
-groups on CPU (gcbench/real/torch_channel.py says why), whose receiver thread
-feeds the cluster's one queue (gcbench/real/torch_session.py). What a worker
+groups on CPU (gcbench/real/processes/channel.py says why), whose receiver thread
+feeds the cluster's one queue (gcbench/real/processes/session.py). What a worker
 computes is what a Ray worker computes: without data each job sleeps its
 modelled compute time (the run's ``busy`` draw) and its result is held back for
 the network's latency and transfer; with a Dataset it trains on its
@@ -24,7 +24,8 @@ passed (a downtime shorter than a process's start, about 2 s, ends when the star
 does). A worker crashed for good (``downtime: null``) is dead from that job's
 submission and is not replaced.
 
-Times and the clock (``pause``/``resume``) are as in gcbench/real/cluster.py.
+The clock, the draws, the events known ahead of their time and the bookkeeping
+of exits and restarts are every wall-clock cluster's (gcbench/real/wall_cluster.py).
 """
 
 from __future__ import annotations
@@ -32,67 +33,61 @@ from __future__ import annotations
 import itertools
 import queue
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from gcbench.cluster import Cluster, Failure, Job, Restart, Result, message_fractions, register_cluster
+from gcbench.cluster import Job, Restart
 from gcbench.real.clock import WallClock
-from gcbench.real.cluster import ClusterStuck
-from gcbench.real.due_events import DueEvents
-from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
+from gcbench.real.wall_cluster import ClusterStuck, WallClockCluster
+from gcbench.scenario.draws import RunDraws
 
-INF = float("inf")
 _scopes = itertools.count()  # under torchrun, the clusters of one run share a store: each its own keys
 
 
-@register_cluster("torch")
-class TorchCluster(Cluster):
+class TorchCluster(WallClockCluster):
     """One process per worker; a job on a busy worker queues behind in its process, one on a down worker here."""
+
+    @classmethod
+    def serve_helper(cls) -> bool:
+        """Under torchrun, a rank other than 0 is worker (rank - 1)'s agent (gcbench/real/torch/torchrun.py): it
+        serves until the master's run is over. It needs nothing of the scenario: the master checks it."""
+        from gcbench.real.torch import torchrun
+
+        if not torchrun.launched() or torchrun.rank() == 0:
+            return False
+        torchrun.serve_agent(torchrun.rank() - 1, torchrun.AGENT_TIMEOUT)
+        return True
+
+    @classmethod
+    @contextmanager
+    def driving(cls, scenario) -> Iterator[None]:
+        """Under torchrun, the world must be the scenario's workers plus the master, and every agent ends with
+        the run."""
+        from gcbench.real.torch import torchrun
+
+        if not torchrun.launched():
+            yield
+            return
+        torchrun.check_world(scenario.workers)
+        try:
+            yield
+        finally:
+            torchrun.stop_agents()
 
     def __init__(self, scenario, scheme, draws: RunDraws, seed: int = 0, device: str | None = None,
                  clock: WallClock | None = None):  # fmt: skip
-        """``seed``: the run's (the workers sample their mini-batches with it); ``device``: where workers
-        train (default: the scenario's, resolved); ``clock``: the run's clock (default: one of its own)."""
-        self.scenario, self.scheme, self.seed, self.device = scenario, scheme, seed, device
-        self.n, self.timeout = scenario.workers, scenario.training.timeout
-        self.straggling, self.overhead = draws.straggling.tolist(), draws.overhead.tolist()
-        self.busy = draws.busy.tolist()
-        self.fractions = message_fractions(scheme)  # per worker that sends several messages: when each is ready
-        self.downtime = getattr(scenario.failures, "downtime", None)
-        self.trains, self.delay, self.spec = False, 0.0, None
-        self.weights, self.version, self.has_version = None, 0, [-1] * self.n
-        self.attached = None  # the published weights, pickled once (torch_channel.Attachment)
+        """As every wall-clock cluster's (``WallClockCluster``); nothing needs setting up."""
+        super().__init__(scenario, scheme, draws, seed, device, clock)
+        self.spec, self.weights, self.version, self.has_version = None, None, 0, [-1] * self.n
+        self.attached = None  # the published weights, pickled once (channel.Attachment)
         self.rendezvous, self.inbox, self.numbers = None, queue.Queue(), itertools.count()
         self.launcher, self.scope = None, ""
         self.sessions: list = [None] * self.n  # each worker's current WorkerSession
         self.retired: list = []  # sessions whose process exited or was replaced (checked by leftovers)
-        self.data: list[dict] = [{} for _ in range(self.n)]  # per worker: partition -> shard, for replacements
+        # (self.data: per worker, partition -> shard, for replacements)
         self.sent: list[list[Job]] = [[] for _ in range(self.n)]  # jobs sent to each worker, unanswered, in order
-        self.queued: list[list[Job]] = [[] for _ in range(self.n)]  # jobs of a down worker, sent when it is back
-        self.batches: dict[Job, int] = {}
         self.reloading: set[int] = set()  # workers whose replacement is starting
-        self.events = DueEvents()  # known events, delivered once their time has come
-        self.down_until = [-INF] * self.n
-        self.back = [True] * self.n  # False from an exit until its Restart is delivered
-        self._dead: set[int] = set()
-        self.idle_since = [-INF] * self.n
-        self.own_clock = clock is None
-        self.clock = WallClock() if clock is None else clock
-
-    @classmethod
-    def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True) -> TorchCluster:
-        return cls(scenario, scheme, draw_run(scenario, scheme, seed), seed=seed)
-
-    # -- the clock ------------------------------------------------------------------------------
-    @property
-    def now(self) -> float:
-        return self.clock.now()
-
-    def pause(self) -> None:
-        self.clock.pause()
-
-    def resume(self) -> None:
-        self.clock.resume()
 
     # -- starting ---------------------------------------------------------------------------------
     def start(self, data=None) -> None:
@@ -111,42 +106,28 @@ class TorchCluster(Cluster):
         if self.own_clock:
             self.clock = WallClock()
 
-    def _transfer(self) -> float:
-        bandwidth = self.scenario.network.bandwidth
-        return 0.0 if bandwidth is None else message_bytes(self.scenario, self.scheme) / bandwidth
-
     def _training_spec(self, data) -> dict[str, Any]:
-        from gcbench.training.batches import PartitionSampler
-        from gcbench.training.device import resolve_device
-
-        scheme, training = self.scheme, self.scenario.training
-        sampler = PartitionSampler(len(data.train_labels), scheme.k, training.batch_size, self.seed)
-        shards = sampler.shard_data(data.train_images, data.train_labels)
-        self.data = [{j: shards[j] for j in scheme.partitions(w)} for w in range(self.n)]
-        setup = {
-            "device": self.device or str(resolve_device(training.device)), "model": training.model,
-            "classes": data.classes, "seed": self.seed, "samples": len(data.train_labels),
-            "batch_size": training.batch_size, "straggling": self.scenario.straggling,
-        }  # fmt: skip
-        return {"scheme": {"name": scheme.name, "n": scheme.n, "s": scheme.s, "params": dict(scheme.params)},
-                "setup": setup}  # fmt: skip
+        shards, setup, spec = self._training_setup(data)
+        self.data = [{j: shards[j] for j in self.scheme.partitions(w)} for w in range(self.n)]
+        return {"scheme": spec, "setup": setup}
 
     def _meeting_place(self) -> tuple[Any, Any, str]:
         """The store the channels rendezvous on (scoped to this cluster), who starts the worker processes,
         and the scope: a loopback store and the driver's children; under torchrun, torchrun's store and the
-        worker ranks' agents (gcbench/real/torchrun.py)."""
-        from gcbench.real import torch_channel, torchrun
-        from gcbench.real.torch_session import LocalLauncher
+        worker ranks' agents (gcbench/real/torch/torchrun.py)."""
+        from gcbench.real.processes import channel
+        from gcbench.real.torch import torchrun
+        from gcbench.real.torch.launcher import LocalLauncher
 
         if torchrun.launched():
             scope = f"cluster{next(_scopes)}"
             store = torchrun.shared_store(self.timeout)
-            return torch_channel.scoped(store, scope), torchrun.RemoteLauncher(self.timeout), scope
-        store = torch_channel.store(0, self.timeout)
+            return channel.scoped(store, scope), torchrun.RemoteLauncher(self.timeout), scope
+        store = channel.store(0, self.timeout)
         return store, LocalLauncher(store, self.timeout), ""
 
     def _spawn(self, w: int):
-        from gcbench.real.torch_session import WorkerSession
+        from gcbench.real.processes.session import WorkerSession
 
         return WorkerSession(w, next(self.numbers), self.launcher, self.timeout, self.scope)
 
@@ -174,20 +155,7 @@ class TorchCluster(Cluster):
         self.weights, self.version, self.attached = weights, self.version + 1, None
 
     # -- jobs -------------------------------------------------------------------------------------
-    def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
-        handle = Job(worker, job, row, self.now, crash)
-        if worker in self._dead:
-            return handle  # crashed for good: the job never runs, and nothing waits for it
-        self.batches[handle] = row if batch is None else batch
-        if crash and self.downtime is None:
-            self._dead.add(worker)  # dead from now (as in the simulator); not replaced when its exit comes
-        if self.back[worker]:
-            self._send(handle)
-        else:
-            self.queued[worker].append(handle)
-        return handle
-
-    def _send(self, job: Job) -> None:
+    def _dispatch(self, job: Job) -> None:
         w, row = job.worker, job.row
         session = self.sessions[w]
         message, attachment = {"kind": "job", "job": job.job, "crash": job.crash}, None
@@ -207,7 +175,7 @@ class TorchCluster(Cluster):
 
     def _weights(self):
         """The published weights, pickled once for every worker that gets them."""
-        from gcbench.real.torch_channel import Attachment
+        from gcbench.real.processes.channel import Attachment
 
         if self.attached is None:
             self.attached = Attachment("weights", self.weights)
@@ -224,14 +192,7 @@ class TorchCluster(Cluster):
                 self.sessions[job.worker].send({"kind": "abandon", "job": job.job})
 
     # -- state ------------------------------------------------------------------------------------
-    @property
-    def dead(self) -> set[int]:
-        return self._dead
-
-    def down(self, worker: int) -> bool:
-        """Dead, or exited and not back (replacement starting, downtime running), or a crash sent to it."""
-        if worker in self._dead or not self.back[worker] or self.now < self.down_until[worker]:
-            return True
+    def _crash_sent(self, worker: int) -> bool:
         return any(job.crash for job in self.sent[worker])
 
     def running(self, job_ids: Iterable[int]) -> list[Job]:
@@ -247,15 +208,6 @@ class TorchCluster(Cluster):
         return self.reloading.intersection(workers)
 
     # -- events -----------------------------------------------------------------------------------
-    def next_event(self, until: float) -> Result | Failure | Restart | None:
-        """The earliest known event once its time has come, waiting for the workers no later than ``until``."""
-        if until == INF:
-            if not self.pending():
-                return None
-            until = self.now + self.timeout  # a wall clock never waits forever
-        event = self.events.next_due(self.clock.now, until, self._take)
-        return None if event is None else self._deliver(event)
-
     def _take(self, seconds: float) -> None:
         """Wait up to ``seconds`` for one message from the workers and turn it into the events it brings."""
         try:
@@ -281,17 +233,10 @@ class TorchCluster(Cluster):
             self._dead.add(w)
             self._lose(w)
 
-    def _schedule(self, at: float, event) -> None:
-        self.events.schedule(at, event)
-
-    def _deliver(self, event):
-        if type(event) is Restart:  # back: the jobs sent to it meanwhile start now
-            w = event.worker
-            self.back[w] = True
-            for job in self.queued[w]:
-                self._send(job)
-            self.queued[w] = []
-        return event
+    def _resume(self, w: int) -> None:
+        for job in self.queued[w]:
+            self._dispatch(job)
+        self.queued[w] = []
 
     def _replied(self, w: int, message: dict) -> None:
         job = next((job for job in self.sent[w] if job.job == message["job"]), None)
@@ -304,36 +249,23 @@ class TorchCluster(Cluster):
             self.batches.pop(job, None)
         if not reply["started"]:
             return  # abandoned before it began: it never ran
-        start, end = self.clock.at(reply["compute_start"]), self.clock.at(reply["compute_end"])
+        at, result = self._result(job, reply)
         if final:
-            self.idle_since[w] = end
-        at = max(self.now, end + self.delay)  # the modelled network holds a timing-only result back
-        injected = reply.get("injected", float("nan"))
-        result = Result(job, at, start, end, reply.get("messages"), reply["abandoned"], reply.get("losses"), injected)
-        result.message, result.final = reply.get("message"), final
+            self.idle_since[w] = result.compute_end
         self._schedule(at, result)
 
     def _exited(self, w: int) -> None:
         """Worker w's process exited: one Failure, with the job it was running (None: it was idle)."""
         lost, self.sent[w] = self.sent[w], []
         self.retired.append(self.sessions[w])
-        noticed, running = self.now, None
+        running = None
         if lost:
             running = min([job for job in lost if job.crash] or lost, key=lambda job: job.sent)
             self.queued[w] = [job for job in lost if job is not running] + self.queued[w]
             self.batches.pop(running, None)
-        crash = running is not None and running.crash
-        # a drawn crash exits as its job starts: once sent, and once the worker's previous job was done
-        exited = min(noticed, max(running.sent, self.idle_since[w])) if crash else noticed
-        self._schedule(exited, Failure(w, exited, running))
-        self.back[w] = False
-        if w in self._dead:
-            self._lose(w)
-            return
-        self.down_until[w] = exited + (self.downtime if crash else 0.0)
-        self._replace(w)
+        self._exit(w, running)
 
-    def _replace(self, w: int) -> None:
+    def _restart(self, w: int) -> None:
         """Spawn worker w's next session now; a thread joins its channel and sends its data (its "ready"
         comes through the queue), so the master goes on taking events meanwhile."""
         session = self.sessions[w] = self._spawn(w)
@@ -349,19 +281,6 @@ class TorchCluster(Cluster):
             ok = False
         if not ok:
             self.inbox.put(("broken", session.worker, session.session, {}))
-
-    def _lose(self, w: int) -> None:
-        self.down_until[w] = INF
-        for job in self.queued[w]:
-            self.batches.pop(job, None)
-        self.queued[w] = []
-
-    def drain(self, seconds: float = INF) -> list[Result | Failure | Restart]:
-        """The events of work still in flight, for at most ``seconds``."""
-        until, events = self.now + seconds, []
-        while self.pending() and (event := self.next_event(until)) is not None:
-            events.append(event)
-        return events
 
     # -- stopping ---------------------------------------------------------------------------------
     def shutdown(self, interrupted: bool = False) -> None:

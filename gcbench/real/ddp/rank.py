@@ -1,6 +1,6 @@
 """One rank of the DistributedDataParallel baseline (``policy: allreduce``): a process the driver starts.
 
-It joins the driver's channel (gcbench/real/torch_channel.py, as a torch-cluster worker does), takes its
+It joins the driver's channel (gcbench/real/processes/channel.py, as a torch-cluster worker does), takes its
 setup (its partition's shard, the model, the hook, its straggling and overhead draws), joins the n ranks'
 process group (gloo, or NCCL when each rank has a GPU of its own) and trains the blocks of iterations it is
 told to with ``torch.nn.parallel.DistributedDataParallel``. Each iteration it reports its times and its
@@ -23,8 +23,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from gcbench.real import torch_channel
-from gcbench.real.torch_worker import _orphan_watch, _receive
+from gcbench.real.processes import channel
+from gcbench.real.processes.child import orphan_watch, receive
 from gcbench.training.batches import PartitionSampler
 from gcbench.training.gradients import FlatModel, to_inputs
 from gcbench.training.models import build_model
@@ -34,14 +34,14 @@ def serve(rank: int, world: int, port: int, timeout: float) -> None:
     """The process's whole life: join the channel and the group, then train what the driver asks."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(1)
-    threading.Thread(target=_orphan_watch, args=(os.getppid(),), daemon=True).start()
-    rendezvous = torch_channel.store(port, timeout)
-    down = torch_channel.group(rendezvous, rank, 0, torch_channel.DOWN, 1, timeout)
-    up = torch_channel.group(rendezvous, rank, 0, torch_channel.UP, 1, timeout)
+    threading.Thread(target=orphan_watch, args=(os.getppid(),), daemon=True).start()
+    rendezvous = channel.store(port, timeout)
+    down = channel.group(rendezvous, rank, 0, channel.DOWN, 1, timeout)
+    up = channel.group(rendezvous, rank, 0, channel.UP, 1, timeout)
     inbox: queue.Queue = queue.Queue()
-    threading.Thread(target=_receive, args=(down, inbox.put, inbox), daemon=True).start()
+    threading.Thread(target=receive, args=(down, inbox.put, inbox), daemon=True).start()
     try:
-        _train(rank, world, rendezvous, inbox, torch_channel.Sender(up, rank, 0), timeout)
+        _train(rank, world, rendezvous, inbox, channel.Sender(up, rank, 0), timeout)
     except Exception:  # noqa: BLE001 - e.g. another rank died mid all-reduce: say why, and exit at once
         traceback.print_exc()
         os._exit(1)
@@ -151,8 +151,13 @@ def register_hook(ddp, hook: str, rank: int) -> None:
         ddp.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
 
 
+def main(arguments: list[str]) -> None:
+    """The command line ``rank world port timeout``: as ``python -m`` runs it, or a zygote's fork."""
+    rank, world, port = (int(argument) for argument in arguments[:3])
+    serve(rank, world, port, float(arguments[3]))
+
+
 if __name__ == "__main__":
     import sys
 
-    rank, world, port = (int(argument) for argument in sys.argv[1:4])
-    serve(rank, world, port, float(sys.argv[4]))
+    main(sys.argv[1:])

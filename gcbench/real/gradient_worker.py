@@ -1,13 +1,13 @@
-"""A Ray worker that trains: holds the data of its partitions, computes their gradients, encodes, sleeps the
-injected delay.
+"""The worker that trains, on every wall-clock backend: holds the data of its partitions, computes their
+gradients, encodes, sleeps the injected delay.
 
-Abandonment, the drawn crash and the restart check are every worker's (gcbench/real/sleeper.py): the
-process exits (``os._exit``) as a crashed job starts, and Ray restarts the actor. The cluster then
-calls ``load`` again, which fetches the partitions' data from the object store (the cluster holds those
-references for the whole run), and the next job brings the current weights. Under a pipelined scheme the
-worker keeps its latest gradient of each partition it holds (gcbench/training/cache.py) across jobs and
-computes one partition a step; a restarted worker has lost that cache and says so (``refilled`` in its
-reply, which the cluster logs as a warning), and its next job computes every held partition again. The data is not a
+Abandonment, the drawn crash and the restart check are every worker's (gcbench/real/job_worker.py): the
+process exits (``os._exit``) as a crashed job starts, and the backend starts it again (Ray restarts the
+actor; the torch cluster a replacement process). The backend then gives it its partitions' data again
+(``load``), and the next job brings the current weights. Under a pipelined scheme the worker keeps its
+latest gradient of each partition it holds (gcbench/training/cache.py) across jobs and computes one
+partition a step; a restarted worker has lost that cache and says so (``refilled`` in its reply, which the
+cluster logs as a warning), and its next job computes every held partition again. The data is not a
 constructor argument: Ray cannot always restore large constructor arguments on restart
 (ray-project/ray#53727).
 """
@@ -21,15 +21,15 @@ import numpy as np
 import torch
 
 from gcbench.coding import make_scheme
-from gcbench.real.sleeper import RayWorker
+from gcbench.real.job_worker import JobWorker
 from gcbench.training.batches import PartitionSampler
 from gcbench.training.cache import PartitionCache
 from gcbench.training.gradients import shard_gradient, share_flat_storage
 from gcbench.training.models import build_model
 
 
-class GradientWorker(RayWorker):
-    """Wrapped with ray.remote(concurrency_groups={"control": 1}, max_restarts=-1) by the cluster."""
+class GradientWorker(JobWorker):
+    """One worker's model, scheme and data; ``compute`` (or ``compute_messages``) runs a job."""
 
     def __init__(self, worker: int, scheme: dict, setup: dict[str, Any]) -> None:
         super().__init__(worker)
@@ -41,14 +41,12 @@ class GradientWorker(RayWorker):
         self.flat = share_flat_storage(self.model)  # loading weights is one copy
         self.sampler = PartitionSampler(setup["samples"], self.scheme.k, setup["batch_size"], setup["seed"])
         self.straggling = setup["straggling"]
-        # a fresh process (the first, or one Ray restarted) starts with an empty cache
+        # a fresh process (the first, or one the backend started again) starts with an empty cache
         self.cache = PartitionCache(self.scheme, worker) if self.scheme.pipelined else None
         self.said_lost = False
 
-    def receive(self, shards: dict[int, list]) -> None:
-        import ray
-
-        self.shards = {j: ray.get(refs[0]) for j, refs in shards.items()}
+    def receive(self, shards: dict[int, tuple]) -> None:
+        self.shards = dict(shards)
 
     def has_data(self) -> bool:
         return self.shards is not None

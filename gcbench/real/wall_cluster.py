@@ -1,0 +1,217 @@
+"""The wall-clock half every real cluster shares: the clock, the run's draws, the events known ahead of their
+time, and the bookkeeping of jobs, exits and restarts; a backend adds only how jobs reach its workers and how
+their replies and exits come back (gcbench/real/ray/cluster.py, gcbench/real/torch/cluster.py).
+
+A backend implements ``_dispatch`` (send a job to a worker that is up), ``_take`` (wait up to some seconds
+for one of its workers' replies and turn it into events), ``_restart`` (bring an exited worker back: its
+``Restart`` is scheduled once it has its data again and its downtime has passed), ``_resume`` (a worker is
+back: send what waited for it), ``_crash_sent`` (a drawn crash already sent to a worker), and the rest of the
+protocol that depends on its transport (``abandon``, ``running``, ``pending``, ``restarting``, ``shutdown``,
+``leftovers``).
+
+Times are seconds on the cluster's clock (``clock``: a real run's, shared with its
+driver; by default one of its own that starts once the workers are ready): wall
+time since its origin, less the time between ``pause()`` and ``resume()``
+(variants take turns on one machine; the clock reads on after ``pause`` so that
+late work drained then keeps true times, and ``resume`` removes the time since).
+
+A worker the failure model crashes for good (``downtime: null``) is dead from that job's submission; its
+exit is then not followed by a restart. A drawn crash exits as its job starts: once sent, and once the
+worker's previous job was done, so that is when its ``Failure`` is.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from gcbench.cluster import Cluster, Failure, Job, Restart, Result, message_fractions
+from gcbench.master import RunStuck
+from gcbench.real.backend import RealBackend
+from gcbench.real.clock import WallClock
+from gcbench.real.due_events import DueEvents
+from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
+
+log = logging.getLogger("gcbench")
+INF = float("inf")
+
+
+class ClusterStuck(RunStuck):
+    """No usable set of results can arrive, or none did within the timeout."""
+
+
+class WallClockCluster(RealBackend, Cluster):
+    """n workers on a wall clock, fed by the run's draws (injected straggling, overhead, crashes); as a backend
+    of ``gcbench run``, ``RealBackend``'s defaults unless it declares otherwise."""
+
+    def __init__(self, scenario, scheme, draws: RunDraws, seed: int = 0, device: str | None = None,
+                 clock: WallClock | None = None):  # fmt: skip
+        """``seed``: the run's (the workers sample their mini-batches with it); ``device``: where workers
+        train (default: the scenario's, resolved); ``clock``: the run's clock (default: one of its own)."""
+        self.scenario, self.scheme, self.seed, self.device = scenario, scheme, seed, device
+        self.n, self.timeout = scenario.workers, scenario.training.timeout
+        self.straggling, self.overhead = draws.straggling.tolist(), draws.overhead.tolist()
+        self.busy = draws.busy.tolist()
+        self.downtime = getattr(scenario.failures, "downtime", None)
+        self.fractions = message_fractions(scheme)  # per worker that sends several messages: when each is ready
+        self.trains, self.delay = False, 0.0
+        self.data: list[dict] = [{} for _ in range(self.n)]  # per worker: partition -> its data, for restarts
+        self.queued: list[list[Job]] = [[] for _ in range(self.n)]  # jobs of a down worker, sent when it is back
+        self.batches: dict[Job, int] = {}
+        self.events = DueEvents()  # known events, delivered once their time has come
+        self.down_until = [-INF] * self.n  # when a crashed worker's downtime ends
+        self.back = [True] * self.n  # False from an exit until its Restart is delivered
+        self._dead: set[int] = set()
+        self.idle_since = [-INF] * self.n  # when each worker's last reply was ready
+        self.own_clock = clock is None
+        self.clock = WallClock() if clock is None else clock
+
+    @classmethod
+    def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True) -> WallClockCluster:
+        return cls(scenario, scheme, draw_run(scenario, scheme, seed), seed=seed)
+
+    # -- the clock ------------------------------------------------------------------------------
+    @property
+    def now(self) -> float:
+        return self.clock.now()
+
+    def pause(self) -> None:
+        """Another variant's turn begins: the time until ``resume`` is no one's."""
+        self.clock.pause()
+
+    def resume(self) -> None:
+        self.clock.resume()
+
+    # -- starting ---------------------------------------------------------------------------------
+    def _transfer(self) -> float:
+        """One message's modelled transfer time (a timing-only run holds each result back by it)."""
+        bandwidth = self.scenario.network.bandwidth
+        return 0.0 if bandwidth is None else message_bytes(self.scenario, self.scheme) / bandwidth
+
+    def _training_setup(self, data) -> tuple[list, dict[str, Any], dict[str, Any]]:
+        """What the workers of a run that trains need: every partition's shard, the setup of their model and
+        sampler, and the scheme's spec (each worker builds its scheme from it)."""
+        from gcbench.training.batches import PartitionSampler
+        from gcbench.training.device import resolve_device
+
+        scheme, training = self.scheme, self.scenario.training
+        sampler = PartitionSampler(len(data.train_labels), scheme.k, training.batch_size, self.seed)
+        shards = sampler.shard_data(data.train_images, data.train_labels)
+        setup = {
+            "device": self.device or str(resolve_device(training.device)), "model": training.model,
+            "classes": data.classes, "seed": self.seed, "samples": len(data.train_labels),
+            "batch_size": training.batch_size, "straggling": self.scenario.straggling,
+        }  # fmt: skip
+        spec = {"name": scheme.name, "n": scheme.n, "s": scheme.s, "params": dict(scheme.params)}
+        return shards, setup, spec
+
+    # -- jobs -------------------------------------------------------------------------------------
+    def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
+        handle = Job(worker, job, row, self.now, crash)
+        if worker in self._dead:
+            return handle  # crashed for good: the job never runs, and nothing waits for it
+        self.batches[handle] = row if batch is None else batch
+        if crash and self.downtime is None:
+            self._dead.add(worker)  # dead from now (as in the simulator); not brought back when its exit comes
+        if self.back[worker]:
+            self._dispatch(handle)
+        else:
+            self.queued[worker].append(handle)
+        return handle
+
+    def _dispatch(self, job: Job) -> None:
+        """Send a job to its worker, which is up."""
+        raise NotImplementedError
+
+    # -- state ------------------------------------------------------------------------------------
+    @property
+    def dead(self) -> set[int]:
+        return self._dead
+
+    def down(self, worker: int) -> bool:
+        """Dead, or exited and not back (restart unconfirmed, downtime running), or a drawn crash sent to it."""
+        if worker in self._dead or not self.back[worker] or self.now < self.down_until[worker]:
+            return True
+        return self._crash_sent(worker)
+
+    def _crash_sent(self, worker: int) -> bool:
+        """Whether a drawn crash is on its way to this worker (sent, or held to be sent)."""
+        raise NotImplementedError
+
+    # -- events -----------------------------------------------------------------------------------
+    def next_event(self, until: float) -> Result | Failure | Restart | None:
+        """The earliest known event once its time has come, waiting for the workers no later than ``until``.
+
+        An event whose time is past ``until`` stays for a later call; so does one noticed after ``until``."""
+        if until == INF:
+            if not self.pending():
+                return None
+            until = self.now + self.timeout  # a wall clock never waits forever
+        event = self.events.next_due(self.clock.now, until, self._take)
+        return None if event is None else self._deliver(event)
+
+    def _take(self, seconds: float) -> None:
+        """Wait up to ``seconds`` for one of the workers' replies and turn it into the events it brings."""
+        raise NotImplementedError
+
+    def _schedule(self, at: float, event) -> None:
+        self.events.schedule(at, event)
+
+    def _deliver(self, event):
+        if type(event) is Restart:  # back: the jobs sent to it meanwhile start now
+            self.back[event.worker] = True
+            self._resume(event.worker)
+        return event
+
+    def _resume(self, w: int) -> None:
+        """Worker w is back: send the jobs that waited for it."""
+        raise NotImplementedError
+
+    def _result(self, job: Job, reply: dict) -> tuple[float, Result]:
+        """A worker's reply as the Result the master takes, and when: a timing-only result held back by the
+        modelled network. ``versions`` (a pipelined worker's cache) only from a backend whose workers keep
+        caches between jobs."""
+        start, end = self.clock.at(reply["compute_start"]), self.clock.at(reply["compute_end"])
+        at = max(self.now, end + self.delay)  # the modelled network holds a timing-only result back
+        injected = reply.get("injected", float("nan"))
+        messages, losses = reply.get("messages"), reply.get("losses")
+        versions = reply.get("versions") if self.keeps_caches else None
+        result = Result(job, at, start, end, messages, reply["abandoned"], losses, injected, versions)
+        result.message, result.final = reply.get("message"), reply.get("final", True)
+        if self.keeps_caches and reply.get("refilled"):  # a pipelined worker's cache died with its process
+            log.warning(f"gcbench: worker {job.worker} lost its cached partition gradients with its process; "
+                        f"from step {job.row} it computes partitions {reply['refilled']} again")  # fmt: skip
+        return at, result
+
+    def _exit(self, w: int, running: Job | None) -> None:
+        """Worker w's process exited, running ``running`` (None: it was idle): one Failure, then its restart
+        (unless it is dead for good, when what waited for it is dropped)."""
+        noticed = self.now
+        crash = running is not None and running.crash
+        # a drawn crash exits as its job starts: once sent, and once the worker's previous job was done
+        exited = min(noticed, max(running.sent, self.idle_since[w])) if crash else noticed
+        self._schedule(exited, Failure(w, exited, running))
+        self.back[w] = False
+        if w in self._dead:
+            self._lose(w)
+            return
+        self.down_until[w] = exited + (self.downtime if crash else 0.0)
+        self._restart(w)
+
+    def _restart(self, w: int) -> None:
+        """Bring worker w back after its exit; its Restart is scheduled once it is ready."""
+        raise NotImplementedError
+
+    def _lose(self, w: int) -> None:
+        """Worker w is gone for good: nothing that waited for it will run."""
+        self.down_until[w] = INF
+        for job in self.queued[w]:
+            self.batches.pop(job, None)
+        self.queued[w] = []
+
+    def drain(self, seconds: float = INF) -> list[Result | Failure | Restart]:
+        """The events of work still in flight, for at most ``seconds``."""
+        until, events = self.now + seconds, []
+        while self.pending() and (event := self.next_event(until)) is not None:
+            events.append(event)
+        return events
