@@ -24,6 +24,9 @@ from gcbench.testing.tables import Decodes, assert_tables_equal, decodes_of
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
+# golden floats: .ci/run runs these again under other BLAS kernels (pytest -m blas)
+pytestmark = pytest.mark.blas
+
 BLOCKS = """\
 name: stream-blocks
 workers: 6

@@ -76,7 +76,7 @@ def assert_tables_equal(actual: pd.DataFrame, expected: pd.DataFrame, decodes: D
     for name in actual.columns:
         left, right = actual[name], expected[name]
         if decodes is None or name not in KERNEL_DEPENDENT_COLUMNS:
-            pd.testing.assert_series_equal(left, right, check_exact=True)
+            pd.testing.assert_series_equal(left, right, check_exact=True, obj=f"column {name!r}")
             continue
         if name != "residual":
             raise ValueError(
