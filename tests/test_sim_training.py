@@ -28,6 +28,7 @@ from gcbench.scenario.schema import Scenario
 from gcbench.sim.engines import engine_for
 from gcbench.sim.event import simulate_event
 from gcbench.testing import valid_parameter_sets
+from gcbench.testing.tables import assert_tables_equal
 
 torch = pytest.importorskip("torch", reason="torch is part of the [real] extra")
 
@@ -378,7 +379,7 @@ def test_parallel_tasks_train_as_tasks_in_turn():
     sc = trained(iterations=6, variants=[{"scheme": "fr", "s": 1}, {"scheme": "uncoded", "policy": "async"}])
     serial, _ = simulate_points([SweepPoint({}, sc)], jobs=1, with_workers=False)
     parallel, _ = simulate_points([SweepPoint({}, sc)], jobs=2, with_workers=False)
-    pd.testing.assert_frame_equal(serial, parallel)
+    assert_tables_equal(serial, parallel)  # one machine and kernel: loss and accuracy too, bit for bit
     assert serial["loss"].notna().all()
 
 
