@@ -51,7 +51,8 @@ WORKER_COLUMNS = {
 
 # Reproducibility, per column (docs/results.md, "Reproducible"). Every column not named here is exact by
 # construction: strings, integers and flags, and times, which come from the run's seeded draws through elementwise
-# numpy arithmetic in a fixed order (no BLAS), so they are the same bits on any machine. The columns named here are
+# numpy arithmetic in a fixed order (no BLAS), so they are the same bits on any machine (with the same package
+# versions); whether a set decodes, and exactly, is decided by thresholds far above rounding. The columns named here are
 # computed by floating-point kernels that differ between machines (numpy's OpenBLAS picks one by CPU; torch has its
 # own): the same bits on one machine and kernel, not across. gcbench.testing.tables compares tables by this
 # declaration, and states the tolerances across kernels.
