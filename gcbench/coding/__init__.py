@@ -8,8 +8,9 @@ Public API::
     scheme.decode(received)                   -> the full gradient
 
 For writing a scheme (a ``Scheme`` subclass returning a ``Layout``) and checking
-one: ``register_scheme`` / ``unregister_scheme``, ``least_squares_weights`` and
-``EXACT_RTOL`` (what "exact" means), ``RANK_RTOL`` (the singular values a decode keeps), ``kth_smallest`` (order statistics of arrivals).
+one: ``register_scheme`` / ``unregister_scheme``, ``least_squares_weights``,
+``EXACT_RTOL`` (what "exact" means), ``RANK_RTOL`` (the singular values a decode
+keeps) and ``kth_smallest`` (order statistics of arrivals).
 """
 
 from gcbench.coding._base import CONDITION_LIMIT, Layout, Scheme, kth_smallest
