@@ -61,6 +61,7 @@ def straggler_sets(draw, scheme, extra=0):
     return draw(st.lists(st.integers(0, scheme.n - 1), min_size=size, max_size=size, unique=True))
 
 
+@pytest.mark.blas  # decodes against plain sums, in float64 and within the float32 bound
 @pytest.mark.parametrize("name", SCHEMES)
 @given(data=st.data())
 def test_decodes_exactly_from_any_allowed_responders(name, data):

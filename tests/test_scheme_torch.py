@@ -10,6 +10,9 @@ from gcbench.testing import check_torch_matches_numpy, partition_gradients, vali
 
 torch = pytest.importorskip("torch", reason="torch is part of the [real] extra")
 
+# numpy's BLAS against torch's kernels, to 1e-12: .ci/run runs these again under other kernels of both
+pytestmark = pytest.mark.blas
+
 
 @pytest.mark.parametrize("name", available_schemes())
 @given(data=st.data())

@@ -41,6 +41,7 @@ def test_scenario_validates_and_runs(path):
     assert iterations["duration"].notna().all()
 
 
+@pytest.mark.blas  # a golden file
 def test_main_scenario_matches_its_golden_summary():
     """A change in simulated numbers must be a visible, explained diff of tests/golden/."""
     points = shortened(load_scenario(ROOT / "scenarios" / "stragglers.yaml"), iterations=60)
@@ -50,4 +51,6 @@ def test_main_scenario_matches_its_golden_summary():
     if os.environ.get("GCBENCH_UPDATE_GOLDEN"):  # after an intended change: rewrite, review the diff, commit
         summary[columns].to_csv(GOLDEN, index=False, float_format="%.12g")
     golden = pd.read_csv(GOLDEN)
+    # times and the share of exact decodes only (no kernel-dependent column: results/schema.py), bit for bit on any
+    # machine; the file keeps 12 significant digits, hence rtol 1e-9
     pd.testing.assert_frame_equal(summary[columns].reset_index(drop=True), golden, check_dtype=False, rtol=1e-9)

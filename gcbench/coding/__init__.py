@@ -8,21 +8,23 @@ Public API::
     scheme.decode(received)                   -> the full gradient
 
 For writing a scheme (a ``Scheme`` subclass returning a ``Layout``) and checking
-one: ``register_scheme`` / ``unregister_scheme``, ``least_squares_weights`` and
-``EXACT_RTOL`` (what "exact" means), ``kth_smallest`` (order statistics of arrivals).
+one: ``register_scheme`` / ``unregister_scheme``, ``least_squares_weights``,
+``EXACT_RTOL`` (what "exact" means), ``RANK_RTOL`` (the singular values a decode
+keeps) and ``kth_smallest`` (order statistics of arrivals).
 """
 
 from gcbench.coding._base import CONDITION_LIMIT, Layout, Scheme, kth_smallest
 from gcbench.coding._builtin import BUILTIN_SCHEMES
 from gcbench.coding._conditioning import ConditionReport
 from gcbench.coding._errors import NotDecodable, SchemeParameterError, is_integer, is_real, plain
-from gcbench.coding._linear import EXACT_RTOL, Decoding, least_squares_weights
+from gcbench.coding._linear import EXACT_RTOL, RANK_RTOL, Decoding, least_squares_weights
 from gcbench.coding._registry import available_schemes, make_scheme, register_scheme, scheme_class, unregister_scheme
 
 __all__ = [
     "BUILTIN_SCHEMES",
     "CONDITION_LIMIT",
     "EXACT_RTOL",
+    "RANK_RTOL",
     "ConditionReport",
     "Decoding",
     "Layout",

@@ -49,6 +49,19 @@ WORKER_COLUMNS = {
     "failed": "True when it crashed or was down this iteration",
 }
 
+# Reproducibility, per column (docs/results.md, "Reproducible"). Every column not named here is exact by
+# construction: strings, integers and flags, and times, which come from the run's seeded draws through elementwise
+# numpy arithmetic in a fixed order (no BLAS), so they are the same bits on any machine (with the same package
+# versions); whether a set decodes, and exactly, is decided by thresholds far above rounding. The columns named here are
+# computed by floating-point kernels that differ between machines (numpy's OpenBLAS picks one by CPU; torch has its
+# own): the same bits on one machine and kernel, not across. gcbench.testing.tables compares tables by this
+# declaration, and states the tolerances across kernels.
+KERNEL_DEPENDENT_COLUMNS = {
+    "residual": "the decoder's weights: a LAPACK SVD and BLAS products of the coefficient rows",
+    "loss": "torch's kernels, on a model trained with decoded gradients (training runs only)",
+    "accuracy": "as loss; and so the summary's final_loss, final_accuracy and time_to_target",
+}
+
 MESSAGE_COLUMNS = {
     "variant": "as in the iterations table",
     "point": "as in the iterations table",
