@@ -57,13 +57,13 @@ TEST_MODULES = {"tests", "conftest", "pytest", "_pytest", "hypothesis"} | {
 
 
 def layer_of(name: str) -> str | None:
-    """The layer of a gcbench module name (gcbench.sim.runner -> sim, gcbench.cli_run -> cli), None outside."""
+    """The layer of a gcbench module name (gcbench.sim.runner -> sim, gcbench.cli.run -> cli), None outside."""
     parts = name.split(".")
     if parts[0] != "gcbench":
         return None
     if len(parts) == 1:
         return "gcbench"
-    return CLI if parts[1].startswith("cli") or parts[1] == "__main__" else parts[1]  # python -m gcbench: the CLI
+    return CLI if parts[1] in ("cli", "__main__") else parts[1]  # python -m gcbench: the CLI
 
 
 def source_files() -> list[tuple[str, Path]]:
@@ -188,7 +188,7 @@ def test_coding_needs_only_numpy_and_scipy_outside_gcbench():
 
 
 def test_gcbench_starts_without_torch_ray_or_matplotlib():
-    clis = ", ".join(f"gcbench.{p.stem}" for p in sorted(PACKAGE.glob("cli*.py")))  # every command's module
+    clis = ", ".join(module_name(p) for p in sorted((PACKAGE / "cli").glob("*.py")))  # every command's module
     probe = f"import sys, {clis}, gcbench.sim.runner; print(sorted(m for m in {sorted(HEAVY)!r} if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]", f"importing the commands' modules loads {loaded.strip()}"

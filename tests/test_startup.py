@@ -9,7 +9,7 @@ import pytest
 
 def test_the_simulate_command_imports_no_scipy_linalg_or_stats():
     code = (
-        "import sys, gcbench.cli, gcbench.cli_simulate, gcbench.sim.runner, gcbench.results.summary; "
+        "import sys, gcbench.cli, gcbench.cli.simulate, gcbench.sim.runner, gcbench.results.summary; "
         "print(sorted(m for m in ('scipy.stats', 'scipy.linalg') if m in sys.modules))"
     )
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

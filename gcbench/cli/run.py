@@ -7,8 +7,8 @@ from typing import Any
 
 from rich.console import Console
 
-from gcbench.cli_resume import read_run_json, resumed_scenario
-from gcbench.cli_run_options import check_real, real_scenario, refuse_pipelined_without_caches
+from gcbench.cli.resume import read_run_json, resumed_scenario
+from gcbench.cli.run_options import check_real, real_scenario, refuse_pipelined_without_caches
 from gcbench.cluster import backend_class, real_backends
 from gcbench.errors import GcbenchError
 from gcbench.results import summarize
@@ -103,7 +103,7 @@ def _train(scenario: Scenario, path: Path, backend: str, out: Path, address, met
 def _start(scenario: Scenario, backend: str, out: Path, address, meta: dict, console, resumed: bool, guard):
     """The session, ready to train: data loaded, checkpoints checked, Ray started (SIGTERM handled after it);
     None if there is nothing left to do."""
-    from gcbench.cli_progress import RunProgress
+    from gcbench.cli.console import RunProgress
     from gcbench.real.session import Session, build_runs
     from gcbench.training.data import load_data
 
@@ -164,7 +164,7 @@ def interrupted(runs: list, out: Path, how: str, every: int) -> str:
 
 def report(session, status: str, out: Path, console) -> None:
     """The summary table, test accuracies and where the files are; exit 2 if a variant stopped early."""
-    from gcbench.cli_simulate import print_summary
+    from gcbench.cli.simulate import print_summary
     from gcbench.results.summary import interval_note
 
     iterations, _ = session.tables()
@@ -199,7 +199,7 @@ def check_backend(backend: str) -> None:
 
 
 def console() -> Console:
-    from gcbench.cli_schemes import wide_console
+    from gcbench.cli.schemes import wide_console
 
     return wide_console()
 

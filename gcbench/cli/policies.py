@@ -9,7 +9,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from gcbench.cli_schemes import wide_console
+from gcbench.cli.schemes import wide_console
 from gcbench.models import is_internal
 from gcbench.policies import POLICIES
 

@@ -97,7 +97,7 @@ class _SchemesCommand(TyperCommand):
     """`gcbench schemes`, whose help lists the parameters the registered schemes declare."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        from gcbench.cli_schemes import scheme_options_help
+        from gcbench.cli.schemes import scheme_options_help
 
         self.epilog = scheme_options_help()
         super().format_help(ctx, formatter)
@@ -117,7 +117,7 @@ def schemes(
 
     After NAME, give any parameter the scheme declares as --NAME VALUE (e.g. --m 2 for cce_cr, --seed 4 for cr).
     """
-    from gcbench.cli_schemes import print_scheme, print_scheme_table, scheme_options
+    from gcbench.cli.schemes import print_scheme, print_scheme_table, scheme_options
 
     if name is not None and name.startswith("-"):
         raise GcbenchError(f"give the scheme name before its parameters, e.g. gcbench schemes cce_cr {name} 2.")
@@ -133,7 +133,7 @@ def schemes(
 @user_errors
 def policies() -> None:
     """List the registered aggregation policies with their parameters."""
-    from gcbench.cli_policies import print_policy_table
+    from gcbench.cli.policies import print_policy_table
 
     print_policy_table()
 
@@ -170,8 +170,8 @@ def simulate(
     ] = None,
 ) -> None:
     """Simulate a scenario: every variant, seed and sweep point; print the summary and write results."""
-    from gcbench.cli_schemes import wide_console
-    from gcbench.cli_simulate import check_ray_options, check_scenario, simulate_scenario
+    from gcbench.cli.schemes import wide_console
+    from gcbench.cli.simulate import check_ray_options, check_scenario, simulate_scenario
     from gcbench.scenario.overrides import parse_seeds, parse_sets
 
     check_ray_options(ray, address, jobs)  # before anything: a missing Ray costs one sentence
@@ -207,7 +207,7 @@ def plot(
     ] = None,
 ) -> None:
     """Draw the figures of results directories: simulated, real, or both side by side."""
-    from gcbench.cli_plot import plot_command
+    from gcbench.cli.plot import plot_command
 
     plot_command(runs or [], out, report, vector, target_accuracy)
 
@@ -262,8 +262,8 @@ def run(
         from gcbench.real.requirements import require_real_extra
 
         require_real_extra()
-    from gcbench.cli_run import check_backend, console, refuse_with_resume, run_real, serve_as_helper
-    from gcbench.cli_simulate import simulate_scenario
+    from gcbench.cli.run import check_backend, console, refuse_with_resume, run_real, serve_as_helper
+    from gcbench.cli.simulate import simulate_scenario
 
     if not real:
         from gcbench.scenario.overrides import parse_seeds, parse_sets
