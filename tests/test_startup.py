@@ -16,6 +16,14 @@ def test_the_simulate_command_imports_no_scipy_linalg_or_stats():
     assert found.stdout.strip() == "[]"
 
 
+def test_the_help_imports_neither_pandas_nor_numpy():
+    """`gcbench --help` loads the command package alone: every command imports what it needs when it runs."""
+    loaded = "('pandas', 'numpy', 'scipy', 'gcbench.sim')"
+    code = f"import sys, gcbench.cli; print(sorted(m for m in {loaded} if m in sys.modules))"
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]"
+
+
 def test_the_t_quantile_is_scipy_stats_own():
     stats = pytest.importorskip("scipy.stats")
     from scipy.special import stdtrit

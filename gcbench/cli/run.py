@@ -1,21 +1,99 @@
-"""What `gcbench run` does: the scenario's variants trained for real (or simulated with --sim)."""
+"""`gcbench run`: the scenario's variants trained for real, `--resume` an interrupted run, or `--sim`; what the run
+says (resuming, interrupted, the summary). gcbench/real/run.py sets the run up and gcbench/real/session.py trains."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from rich.console import Console
+import typer
 
-from gcbench.cli.resume import read_run_json, resumed_scenario
-from gcbench.cli.run_options import check_real, real_scenario, refuse_pipelined_without_caches
-from gcbench.cluster import backend_class, real_backends
+from gcbench.cli.console import (
+    ForceOption,
+    SeedsOption,
+    SetOption,
+    say,
+    simulate_scenario,
+    user_errors,
+    wide_console,
+)
+from gcbench.cluster import real_backends
 from gcbench.errors import GcbenchError
-from gcbench.results import summarize
-from gcbench.results.metadata import new_run_directory, resume_entry, run_metadata
-from gcbench.results.store import check_out
-from gcbench.scenario.loading import SweepPoint
-from gcbench.scenario.schema import Scenario
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from gcbench.real.run import RealRun
+
+
+def _backend_help() -> str:
+    """The backends of `gcbench run`, from the cluster registry (which imports none of them)."""
+    names = [f"{entry.name} ({entry.note})" if entry.note else entry.name for entry in real_backends()]
+    return f"{', '.join(names[:-1])}, or {names[-1]}."
+
+
+BACKEND_HELP = _backend_help()  # "ray, torch (worker processes here), or local (one process)."
+
+
+@user_errors
+def run(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")] = Path("scenarios/cifar10.yaml"),
+    real: Annotated[bool, typer.Option("--real/--sim", help="Train for real (default) or simulate.")] = True,
+    backend: Annotated[str, typer.Option("--backend", help=BACKEND_HELP)] = "ray",
+    out: Annotated[Path | None, typer.Option("--out", help="Results directory.")] = None,
+    address: Annotated[
+        str | None, typer.Option("--address", help="With --backend ray: an existing Ray cluster (default: local).")
+    ] = None,
+    iterations: Annotated[int | None, typer.Option("--iterations", min=1, help="Override the scenario's.")] = None,
+    batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Global mini-batch size.")] = None,
+    lr: Annotated[float | None, typer.Option("--lr", help="Learning rate.")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="small_cnn, resnet18, or softmax (cheap, for sweeps).")
+    ] = None,
+    dataset: Annotated[str | None, typer.Option("--dataset", help="cifar10 or synthetic.")] = None,
+    data_dir: Annotated[str | None, typer.Option("--data-dir", help="A local CIFAR-10 copy.")] = None,
+    device: Annotated[str | None, typer.Option("--device", help="auto, cpu, cuda or cuda:N.")] = None,
+    variants: Annotated[
+        str | None, typer.Option("--variants", help="Run only these variants: labels, comma-separated.")
+    ] = None,
+    seeds: SeedsOption = None,
+    resume: Annotated[
+        Path | None, typer.Option("--resume", help="Continue an interrupted real run (its directory).")
+    ] = None,
+    sets: SetOption = None,
+    force: ForceOption = False,
+) -> None:
+    """Train the scenario's variants on Ray, torch.distributed or one process (--backend), or simulate with --sim.
+
+    The variants take turns, one block of training.checkpoint_every iterations each.
+
+    Ctrl-C (exit 130) and SIGTERM (exit 143) keep the checkpoints and the rows so far; --resume DIR continues.
+    """
+    if real:  # before anything else: the one sentence a user without the [real] extra needs
+        from gcbench.real.requirements import require_real_extra
+
+        require_real_extra()
+    if not real:
+        from gcbench.scenario.overrides import parse_seeds, parse_sets
+
+        overrides = parse_sets(sets or [])
+        if seeds is not None:
+            overrides["seeds"] = parse_seeds(seeds)
+        simulate_scenario(scenario, out, None, True, wide_console(), iterations, overrides=overrides, force=force)
+        return
+    from gcbench.real.run import serve_as_helper
+
+    check_backend(backend)
+    if serve_as_helper(backend):  # (under torchrun, every rank but the driver's)
+        return
+    training = {"batch_size": batch_size, "learning_rate": lr, "model": model, "dataset": dataset}
+    training.update(data_dir=data_dir, device=device)
+    choose = {"variants": variants, "seeds": seeds, "sets": sets}
+    if resume is not None:
+        given = {"--out": out, "--iterations": iterations, "--batch-size": batch_size, "--lr": lr, "--model": model}
+        given.update({"--dataset": dataset, "--data-dir": data_dir, "--device": device, "--variants": variants})
+        refuse_with_resume({**given, "--seeds": seeds, "--set": sets or None, "--force": force or None})
+    run_real(scenario, backend, out, address, iterations, training, wide_console(), resume, choose, force)
 
 
 def run_real(
@@ -25,106 +103,63 @@ def run_real(
     address: str | None,
     iterations: int | None,
     training: dict,
-    console,
+    console: Console,
     resume: Path | None = None,
     choose: dict[str, str | None] | None = None,
     force: bool = False,
 ) -> Path:
     """A new real run of the scenario file, or (``resume``) the rest of an interrupted one."""
-    from gcbench.training.device import check_device
+    from gcbench.real.run import new_run, resumed_run
 
     if resume is not None:
-        meta = read_run_json(resume)
-        scenario = resumed_scenario(meta, resume)
-        check_real(scenario, resume / "run.json")
-        if meta.get("status") == "complete":
-            say_complete(console, resume, scenario, meta["backend"])
-            return resume
-        path, backend, out = Path(meta["scenario_file"]), meta["backend"], resume
+        run = resumed_run(resume)
+        if run.complete:
+            say_complete(console, run)
+            return run.out
     else:
-        scenario = real_scenario(path, iterations, training, **(choose or {}))
-        out = out or new_run_directory(Path("results"), f"{scenario.name}-real")
-        refuse_checkpoints(out)  # before check_out: a run with checkpoints is resumed, not overwritten
-        check_out(out, force)
-        meta = run_metadata("real", path, [SweepPoint({}, scenario)], {"backend": backend})
-    refuse_pipelined_without_caches(scenario, backend)
-    check_device(scenario.training.device)  # before the data is read and Ray starts
-    with backend_class(backend).driving(scenario):  # (under torchrun: the world fits, and the agents end with it)
-        return _train(scenario, path, backend, out, address, meta, console, resumed=resume is not None)
+        run = new_run(path, backend, out, iterations, training, choose, force)
+    run.check_backend()  # before the data is read and Ray starts
+    with run.driving():
+        return _train(run, address, console)
 
 
-def serve_as_helper(backend: str) -> bool:
-    """Where this process was launched as a helper of the run rather than its driver (under torchrun, a rank
-    other than 0 is worker (rank - 1)'s agent): it serves until the driver's run is over; True when it did."""
-    return backend_class(backend).serve_helper()
-
-
-def say_complete(console, out: Path, scenario: Scenario, backend: str) -> None:
-    planned = backend_class(backend).planned(scenario)
-    message = f"{out}: the run is complete ({planned} of {planned} iterations); nothing to resume."
-    console.print(message, highlight=False, soft_wrap=True)
-
-
-def refuse_checkpoints(out: Path) -> None:
-    """A new run never picks up another run's checkpoints."""
-    folder = out / "checkpoints"
-    if folder.is_dir() and any(folder.iterdir()):
-        raise GcbenchError(
-            f"--out {out} already holds a run's checkpoints; continue that run with --resume {out}, "
-            "or choose another --out."
-        )
-
-
-def _train(scenario: Scenario, path: Path, backend: str, out: Path, address, meta: dict, console, resumed: bool):
+def _train(run: RealRun, address: str | None, console: Console) -> Path:
+    """Train the session; on Ctrl-C or SIGTERM say what was kept and exit 130 or 143."""
+    from gcbench.cli.console import RunProgress
+    from gcbench.real.run import open_session
     from gcbench.real.session import EXIT_CODES, Terminated, sigterm_as_interrupt
 
     guard, started = sigterm_as_interrupt(), []
     try:
         with guard:
-            session = _start(scenario, backend, out, address, meta, console, resumed, guard)
+            display = lambda: RunProgress(console)  # noqa: E731 (made once the backend has started, as its clock)
+            session = open_session(run, address, display, guard, lambda runs: say_resuming(console, run, runs))
             if session is None:
-                say_complete(console, out, scenario, backend)
-                return out
+                say_complete(console, run)
+                return run.out
             started.append(session)
             status = session.train()
     except KeyboardInterrupt as interrupt:
         how = "SIGTERM" if isinstance(interrupt, Terminated) or guard.terminated else "SIGINT"
         message = (
-            interrupted(started[0].runs, out, how, scenario.training.checkpoint_every)
+            interrupted(started[0].runs, run.out, how, run.scenario.training.checkpoint_every)
             if started
-            else f"interrupted ({how}) before training began; nothing was written to {out}."
+            else f"interrupted ({how}) before training began; nothing was written to {run.out}."
         )
-        console.print(message, highlight=False, soft_wrap=True)
+        say(console, message)
         raise SystemExit(EXIT_CODES[how]) from None
-    report(session, status, out, console)
-    return out
+    report(session, status, run.out, console)
+    return run.out
 
 
-def _start(scenario: Scenario, backend: str, out: Path, address, meta: dict, console, resumed: bool, guard):
-    """The session, ready to train: data loaded, checkpoints checked, Ray started (SIGTERM handled after it);
-    None if there is nothing left to do."""
-    from gcbench.cli.console import RunProgress
-    from gcbench.real.session import Session, build_runs
-    from gcbench.training.data import load_data
-
-    data = load_data(scenario)
-    runs = build_runs(scenario, backend, data, out)  # checks the checkpoints before anything starts
-    if resumed and _finished_before_status(meta, runs, out):
-        return None
-    if resumed:
-        meta.setdefault("resumes", []).append(resume_entry([continued(run) for run in runs]))
-        console.print(f"resuming {out}:", highlight=False, soft_wrap=True)
-        for run in runs:
-            console.print(f"  {describe(run)}: {continues(run)}", highlight=False, soft_wrap=True)
-    backend_class(backend).prepare(runs, address)  # (Ray starts here, unless no run needs it)
-    guard.install()  # again: a runtime it started (Ray's core worker) may have put its own SIGTERM handler in place
-    return Session(scenario, runs, out, meta, RunProgress(console))
+def say_complete(console: Console, run: RealRun) -> None:
+    say(console, f"{run.out}: the run is complete ({run.planned} of {run.planned} iterations); nothing to resume.")
 
 
-def _finished_before_status(meta: dict, runs: list, out: Path) -> bool:
-    """A run written before run.json had a status, finished: its tables hold more (late timings) than rebuilding
-    them from its checkpoints would, so it is left as it is."""
-    return "status" not in meta and (out / "iterations.parquet").is_file() and all(run.finished for run in runs)
+def say_resuming(console: Console, run: RealRun, runs: list) -> None:
+    say(console, f"resuming {run.out}:")
+    for each in runs:
+        say(console, f"  {describe(each)}: {continues(each)}")
 
 
 def describe(run) -> str:
@@ -138,10 +173,6 @@ def continues(run) -> str:
     if run.finished:
         return f"complete ({run.next_iteration} iterations), not run again"
     return f"from iteration {run.resumed_at}" + ("" if run.resumed_at else " (it had no checkpoint)")
-
-
-def continued(run) -> dict[str, Any]:
-    return {"variant": run.label, "seed": run.seed, "iteration": run.resumed_at}
 
 
 def interrupted(runs: list, out: Path, how: str, every: int) -> str:
@@ -162,28 +193,21 @@ def interrupted(runs: list, out: Path, how: str, every: int) -> str:
     return f"interrupted ({how}); checkpoints kept: {kept}; continue with: {command}"
 
 
-def report(session, status: str, out: Path, console) -> None:
+def report(session, status: str, out: Path, console: Console) -> None:
     """The summary table, test accuracies and where the files are; exit 2 if a variant stopped early."""
-    from gcbench.cli.simulate import print_summary
+    from gcbench.cli.console import print_summary
+    from gcbench.real.run import write_summary
     from gcbench.results.summary import interval_note
 
-    iterations, _ = session.tables()
-    if iterations is None:
-        raise GcbenchError(f"no variant finished an iteration; nothing was written to {out} but run.json.")
-    summary = summarize(iterations)
-    summary.to_csv(out / "summary.csv", index=False)
+    iterations, summary = write_summary(session, out)
     print_summary(summary, [], console)
     if note := interval_note(summary):
-        console.print(note, highlight=False, soft_wrap=True)
+        say(console, note)
     evaluated = iterations.dropna(subset=["accuracy"]).groupby(["variant", "seed"], sort=False)
     for (variant, seed), last in evaluated[["accuracy", "iteration"]].last().iterrows():
-        console.print(
-            f"{variant}, seed {seed}: test accuracy {last['accuracy']:.1%} after {int(last['iteration']) + 1} "
-            "iterations",
-            highlight=False,
-            soft_wrap=True,
-        )
-    console.print(f"results: {out}", highlight=False, soft_wrap=True)
+        after = int(last["iteration"]) + 1
+        say(console, f"{variant}, seed {seed}: test accuracy {last['accuracy']:.1%} after {after} iterations")
+    say(console, f"results: {out}")
     if status == "stopped":
         raise GcbenchError(
             f"{len(session.stopped)} variant(s) stopped early ({', '.join(session.stopped)}); "
@@ -196,12 +220,6 @@ def check_backend(backend: str) -> None:
     names = [entry.name for entry in real_backends()]
     if backend not in names:
         raise GcbenchError(f"--backend must be {', '.join(names[:-1])} or {names[-1]}, got '{backend}'.")
-
-
-def console() -> Console:
-    from gcbench.cli.schemes import wide_console
-
-    return wide_console()
 
 
 def refuse_with_resume(options: dict[str, Any]) -> None:
