@@ -67,7 +67,7 @@ def test_a_newly_registered_policy_is_listed_without_touching_the_cli(monkeypatc
         synchronous: ClassVar[bool] = True
 
     scratch.register(EveryOther)
-    monkeypatch.setattr("gcbench.cli_policies.POLICIES", scratch)
+    monkeypatch.setattr("gcbench.policies.POLICIES", scratch)  # the table reads it when it prints
     listed = row(table(), "every_other")
     assert "offset: int (default 0) Stop at every other message (a test double)." in listed
     assert "every:" not in listed

@@ -1,10 +1,11 @@
 """The layers of DESIGN.md depend one way: checked on the source, so a stray import fails the build.
 
-Every package under gcbench/ and every top-level module (errors, stops, the cli* modules) has a rule saying which
-parts of gcbench it may import; imports inside functions count too, since they run when the function does.
-The rules only point down (a layer may import what its allowed layers may), so no chain of imports runs back
-up a layer either. Within and across layers, no modules import each other (no cycle, whatever the imports'
-place), and a private module (``_x``) is imported only by modules of its own package.
+Every package under gcbench/ and every top-level module (errors, stops) has a rule saying which parts of gcbench it
+may import (the command package, gcbench/cli/, may call any layer and no layer calls it); imports inside functions
+count too, since they run when the function does. The rules only point down (a layer may import what its allowed
+layers may), so no chain of imports runs back up a layer either. Within and across layers, no modules import each
+other (no cycle, whatever the imports' place), and a private module (``_x``) is imported only by modules of its own
+package.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ MAY_IMPORT = {
     "real": _BELOW_MASTER | {"cluster", "master", "training"},  # never sim
     "plot": {"errors", "stops", "results"},  # reads results files only: no engine, no scheme, no policy
 }
-CLI = "cli"  # the cli* modules (and __main__): thin, they may call any layer, and no layer calls them
+CLI = "cli"  # gcbench/cli/ (and __main__): thin, it may call any layer, and no layer calls it
+CLI_PACKAGE = PACKAGE / "cli"
+CLI_SHARED = "gcbench.cli.console"  # what the commands share; gcbench/cli/__init__.py assembles the commands
 HEAVY = {"torch", "torchvision", "ray", "matplotlib", "seaborn"}
 HEAVY_AT_IMPORT = {"real", "training", "plot"}  # the modes that need them; elsewhere only inside functions
 
@@ -57,13 +60,13 @@ TEST_MODULES = {"tests", "conftest", "pytest", "_pytest", "hypothesis"} | {
 
 
 def layer_of(name: str) -> str | None:
-    """The layer of a gcbench module name (gcbench.sim.runner -> sim, gcbench.cli_run -> cli), None outside."""
+    """The layer of a gcbench module name (gcbench.sim.runner -> sim, gcbench.cli.run -> cli), None outside."""
     parts = name.split(".")
     if parts[0] != "gcbench":
         return None
     if len(parts) == 1:
         return "gcbench"
-    return CLI if parts[1].startswith("cli") or parts[1] == "__main__" else parts[1]  # python -m gcbench: the CLI
+    return CLI if parts[1] in ("cli", "__main__") else parts[1]  # python -m gcbench: the CLI
 
 
 def source_files() -> list[tuple[str, Path]]:
@@ -102,8 +105,9 @@ def _run_nodes(tree: ast.AST, at_import: bool):
 
 
 def cli_import_problems(path: Path) -> list[str]:
-    """What a cli* module may not import: a test module, anywhere; and at import time (every command's start, and
-    `gcbench --help`) a heavy library or a layer that imports one at its own import (real, training, plot)."""
+    """What a module of gcbench/cli/ may not import: a test module, anywhere; and at import time (every command's
+    start, and `gcbench --help`) a heavy library or a layer that imports one at its own import (real, training,
+    plot)."""
     problems = []
     for name, at_import in imports(path):
         top = name.split(".")[0]
@@ -188,10 +192,22 @@ def test_coding_needs_only_numpy_and_scipy_outside_gcbench():
 
 
 def test_gcbench_starts_without_torch_ray_or_matplotlib():
-    clis = ", ".join(f"gcbench.{p.stem}" for p in sorted(PACKAGE.glob("cli*.py")))  # every command's module
+    clis = ", ".join(module_name(p) for p in sorted((PACKAGE / "cli").glob("*.py")))  # every command's module
     probe = f"import sys, {clis}, gcbench.sim.runner; print(sorted(m for m in {sorted(HEAVY)!r} if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]", f"importing the commands' modules loads {loaded.strip()}"
+
+
+def test_command_modules_import_no_other_command_only_the_console():
+    """A command is one module (simulate, run, plot, schemes, policies): it imports no other command's module, only
+    the shared console; the console imports no command; the package's __init__ assembles them."""
+    commands = sorted(p for p in CLI_PACKAGE.glob("*.py") if p.stem != "__init__")
+    assert {"console", "simulate", "run", "plot", "schemes", "policies"} <= {p.stem for p in commands}
+    for path in commands:
+        others = {name for name in gcbench_imports(path) if layer_of(name) == CLI} - {CLI_SHARED}
+        if module_name(path) == CLI_SHARED:
+            others = {name for name in gcbench_imports(path) if layer_of(name) == CLI}
+        assert not others, f"{path.relative_to(PACKAGE.parent)} imports {sorted(others)}"
 
 
 # -- no import cycles, no private module of another package -------------------------------------------------------

@@ -9,9 +9,17 @@ import pytest
 
 def test_the_simulate_command_imports_no_scipy_linalg_or_stats():
     code = (
-        "import sys, gcbench.cli, gcbench.cli_simulate, gcbench.sim.runner, gcbench.results.summary; "
+        "import sys, gcbench.cli, gcbench.cli.simulate, gcbench.sim.runner, gcbench.results.summary; "
         "print(sorted(m for m in ('scipy.stats', 'scipy.linalg') if m in sys.modules))"
     )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]"
+
+
+def test_the_help_imports_neither_pandas_nor_numpy():
+    """`gcbench --help` loads the command package alone: every command imports what it needs when it runs."""
+    loaded = "('pandas', 'numpy', 'scipy', 'gcbench.sim')"
+    code = f"import sys, gcbench.cli; print(sorted(m for m in {loaded} if m in sys.modules))"
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "[]"
 

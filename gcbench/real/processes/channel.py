@@ -31,7 +31,7 @@ import torch
 import torch.distributed as dist
 
 HOST = "127.0.0.1"
-opened = False  # whether this process built a group (its end skips the interpreter's teardown: gcbench/cli.py)
+opened = False  # whether this process built a group (its end skips the interpreter's teardown: gcbench/cli/__init__.py)
 DOWN, UP = "down", "up"  # master -> worker, worker -> master
 ATTACHED = "_attached"  # the key a message's attachment is unpickled into
 

@@ -1,4 +1,5 @@
-"""`gcbench run --resume DIR`: read the run.json of an interrupted real run, refusing a damaged one in one sentence."""
+"""`gcbench run --resume DIR`: read the run.json of an interrupted real run, refusing a damaged one in one sentence;
+what a resume records of where each run went on."""
 
 from __future__ import annotations
 
@@ -77,3 +78,14 @@ def _damaged(path: Path, why: str) -> GcbenchError:
 def _json_type(value: Any) -> str:
     names = {list: "array", str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
     return names.get(type(value), "object")
+
+
+def finished_before_status(meta: dict[str, Any], runs: list, out: Path) -> bool:
+    """A run written before run.json had a status, finished: its tables hold more (late timings) than rebuilding
+    them from its checkpoints would, so it is left as it is."""
+    return "status" not in meta and (out / "iterations.parquet").is_file() and all(run.finished for run in runs)
+
+
+def continued(run) -> dict[str, Any]:
+    """Where a run went on, as run.json's ``resumes`` records it."""
+    return {"variant": run.label, "seed": run.seed, "iteration": run.resumed_at}

@@ -1,26 +1,62 @@
-"""What `gcbench schemes` prints: the scheme table and one scheme in detail."""
+"""`gcbench schemes`: the scheme table, or one scheme in detail; its help lists the parameters schemes declare."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
-from rich import box
-from rich.console import Console
-from rich.table import Table
+import typer
+from typer.core import TyperCommand
 
-from gcbench.coding import SchemeParameterError, available_schemes, make_scheme, scheme_class
+from gcbench.cli.console import user_errors, wide_console
 from gcbench.errors import GcbenchError
 
+if TYPE_CHECKING:
+    import numpy as np
+    from rich.console import Console
+    from rich.table import Table
 
-def wide_console() -> Console:
-    """A console that does not squeeze tables when output goes to a file or pipe."""
-    console = Console()
-    return console if console.is_terminal else Console(width=160)
+
+class SchemesCommand(TyperCommand):
+    """`gcbench schemes`, whose help lists the parameters the registered schemes declare."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self.epilog = scheme_options_help()
+        super().format_help(ctx, formatter)
+
+
+# a scheme's own parameters (--m, --seed, ...) are not options of the command: they
+# come from the registry, so unknown options reach the command as extra arguments
+CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+@user_errors
+def schemes(
+    ctx: typer.Context,
+    name: Annotated[str | None, typer.Argument(help="Show one scheme instance instead of the table.")] = None,
+    n: Annotated[int, typer.Option("--n", help="Workers.")] = 12,
+    s: Annotated[int, typer.Option("--s", help="Stragglers tolerated.")] = 1,
+) -> None:
+    """List the registered gradient-coding schemes, or show one instance in detail.
+
+    After NAME, give any parameter the scheme declares as --NAME VALUE (e.g. --m 2 for cce_cr, --seed 4 for cr).
+    """
+    if name is not None and name.startswith("-"):
+        raise GcbenchError(f"give the scheme name before its parameters, e.g. gcbench schemes cce_cr {name} 2.")
+    if name is None:
+        if ctx.args:
+            raise GcbenchError(f"{ctx.args[0]} is a scheme parameter: name the scheme first, e.g. gcbench schemes cr.")
+        print_scheme_table()
+        return
+    print_scheme(name, n, s, scheme_options(name, ctx.args))
 
 
 def print_scheme_table(console: Console | None = None) -> None:
     """One row per registered scheme, from the facts each scheme class declares."""
+    from rich import box
+    from rich.table import Table
+
+    from gcbench.coding import available_schemes, scheme_class
+
     console = console or wide_console()
     table = Table(title="Gradient-coding schemes", box=box.SIMPLE_HEAD)
     for column in ("name", "reference", "load", "upload", "tolerates", "exact"):
@@ -42,6 +78,7 @@ def scheme_options(name: str, args: list[str]) -> dict[str, Any]:
     Options come from the registry (``Scheme.defaults``), so a new scheme's
     parameters need no change here.
     """
+    from gcbench.coding import SchemeParameterError, scheme_class
     from gcbench.scenario.loading import parse_yaml
 
     cls, params, tokens = scheme_class(name), {}, list(args)
@@ -62,6 +99,8 @@ def scheme_options(name: str, args: list[str]) -> dict[str, Any]:
 
 def scheme_options_help() -> str:
     """Which schemes declare which parameters, with their defaults: ``--m: cce_cr, cce_fr (default 2)``."""
+    from gcbench.coding import available_schemes, scheme_class
+
     takers: dict[tuple[str, str], list[str]] = {}
     for name in available_schemes():
         for key, value in scheme_class(name).defaults.items():
@@ -72,6 +111,8 @@ def scheme_options_help() -> str:
 
 def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Console | None = None) -> None:
     """Properties, assignment and coefficients, and worst condition number of one instance."""
+    from gcbench.coding import make_scheme
+
     console = console or wide_console()
     scheme = make_scheme(name, n=n, s=s, **params)
     report = scheme.worst_condition()
@@ -92,6 +133,9 @@ def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Con
 
 
 def _coefficient_table(scheme) -> Table:
+    from rich import box
+    from rich.table import Table
+
     title = "coefficients (worker x partition)" if scheme.m == 1 else "assignment (worker x partition)"
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
     table.add_column("worker", justify="right")

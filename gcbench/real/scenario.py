@@ -1,4 +1,4 @@
-"""The scenario of a new `gcbench run`: the file, with the command line's overrides, checked for real mode."""
+"""The scenario of a new real run: the file, with the command line's overrides, checked for real mode."""
 
 from __future__ import annotations
 

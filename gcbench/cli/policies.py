@@ -1,19 +1,22 @@
-"""What `gcbench policies` prints: every registered aggregation policy with its parameters."""
+"""`gcbench policies`: every registered aggregation policy with its parameters."""
 
 from __future__ import annotations
 
 import typing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich import box
-from rich.console import Console
-from rich.table import Table
+from gcbench.cli.console import user_errors, wide_console
 
-from gcbench.cli_schemes import wide_console
-from gcbench.models import is_internal
-from gcbench.policies import POLICIES
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+
+
+@user_errors
+def policies() -> None:
+    """List the registered aggregation policies with their parameters."""
+    print_policy_table()
 
 
 def type_text(annotation: Any, metadata: list[Any]) -> str:
@@ -28,6 +31,9 @@ def type_text(annotation: Any, metadata: list[Any]) -> str:
 def policy_parameters(cls: type) -> list[str]:
     """``k: int >= 1 (required)``, ``fallback: wait | approximate (default wait)``: required ones first; neither
     the registry's tag nor a field the class declares internal (gcbench.models.internal)."""
+    from gcbench.models import is_internal
+    from gcbench.policies import POLICIES
+
     fields = [(name, f) for name, f in cls.model_fields.items() if name != POLICIES.tag and not is_internal(f)]
     fields.sort(key=lambda item: not item[1].is_required())
     return [
@@ -45,6 +51,11 @@ def summary_line(cls: type) -> str:
 
 def print_policy_table(console: Console | None = None) -> None:
     """One row per registered policy, from its class: name, synchronous?, parameters, what it does."""
+    from rich import box
+    from rich.table import Table
+
+    from gcbench.policies import POLICIES
+
     console = console or wide_console()
     table = Table(title="Aggregation policies", box=box.SIMPLE_HEAD)
     for column in ("name", "synchronous", "parameters", "what it does"):

@@ -1,0 +1,232 @@
+"""`gcbench run`: the scenario's variants trained for real, `--resume` an interrupted run, or `--sim`; what the run
+says (resuming, interrupted, the summary). gcbench/real/run.py sets the run up and gcbench/real/session.py trains."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from gcbench.cli.console import (
+    ForceOption,
+    SeedsOption,
+    SetOption,
+    say,
+    simulate_scenario,
+    user_errors,
+    wide_console,
+)
+from gcbench.cluster import real_backends
+from gcbench.errors import GcbenchError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from gcbench.real.run import RealRun
+
+
+def _backend_help() -> str:
+    """The backends of `gcbench run`, from the cluster registry (which imports none of them)."""
+    names = [f"{entry.name} ({entry.note})" if entry.note else entry.name for entry in real_backends()]
+    return f"{', '.join(names[:-1])}, or {names[-1]}."
+
+
+BACKEND_HELP = _backend_help()  # "ray, torch (worker processes here), or local (one process)."
+
+
+@user_errors
+def run(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")] = Path("scenarios/cifar10.yaml"),
+    real: Annotated[bool, typer.Option("--real/--sim", help="Train for real (default) or simulate.")] = True,
+    backend: Annotated[str, typer.Option("--backend", help=BACKEND_HELP)] = "ray",
+    out: Annotated[Path | None, typer.Option("--out", help="Results directory.")] = None,
+    address: Annotated[
+        str | None, typer.Option("--address", help="With --backend ray: an existing Ray cluster (default: local).")
+    ] = None,
+    iterations: Annotated[int | None, typer.Option("--iterations", min=1, help="Override the scenario's.")] = None,
+    batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Global mini-batch size.")] = None,
+    lr: Annotated[float | None, typer.Option("--lr", help="Learning rate.")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="small_cnn, resnet18, or softmax (cheap, for sweeps).")
+    ] = None,
+    dataset: Annotated[str | None, typer.Option("--dataset", help="cifar10 or synthetic.")] = None,
+    data_dir: Annotated[str | None, typer.Option("--data-dir", help="A local CIFAR-10 copy.")] = None,
+    device: Annotated[str | None, typer.Option("--device", help="auto, cpu, cuda or cuda:N.")] = None,
+    variants: Annotated[
+        str | None, typer.Option("--variants", help="Run only these variants: labels, comma-separated.")
+    ] = None,
+    seeds: SeedsOption = None,
+    resume: Annotated[
+        Path | None, typer.Option("--resume", help="Continue an interrupted real run (its directory).")
+    ] = None,
+    sets: SetOption = None,
+    force: ForceOption = False,
+) -> None:
+    """Train the scenario's variants on Ray, torch.distributed or one process (--backend), or simulate with --sim.
+
+    The variants take turns, one block of training.checkpoint_every iterations each.
+
+    Ctrl-C (exit 130) and SIGTERM (exit 143) keep the checkpoints and the rows so far; --resume DIR continues.
+    """
+    if real:  # before anything else: the one sentence a user without the [real] extra needs
+        from gcbench.real.requirements import require_real_extra
+
+        require_real_extra()
+    if not real:
+        from gcbench.scenario.overrides import parse_seeds, parse_sets
+
+        overrides = parse_sets(sets or [])
+        if seeds is not None:
+            overrides["seeds"] = parse_seeds(seeds)
+        simulate_scenario(scenario, out, None, True, wide_console(), iterations, overrides=overrides, force=force)
+        return
+    from gcbench.real.run import serve_as_helper
+
+    check_backend(backend)
+    if serve_as_helper(backend):  # (under torchrun, every rank but the driver's)
+        return
+    training = {"batch_size": batch_size, "learning_rate": lr, "model": model, "dataset": dataset}
+    training.update(data_dir=data_dir, device=device)
+    choose = {"variants": variants, "seeds": seeds, "sets": sets}
+    if resume is not None:
+        given = {"--out": out, "--iterations": iterations, "--batch-size": batch_size, "--lr": lr, "--model": model}
+        given.update({"--dataset": dataset, "--data-dir": data_dir, "--device": device, "--variants": variants})
+        refuse_with_resume({**given, "--seeds": seeds, "--set": sets or None, "--force": force or None})
+    run_real(scenario, backend, out, address, iterations, training, wide_console(), resume, choose, force)
+
+
+def run_real(
+    path: Path,
+    backend: str,
+    out: Path | None,
+    address: str | None,
+    iterations: int | None,
+    training: dict,
+    console: Console,
+    resume: Path | None = None,
+    choose: dict[str, str | None] | None = None,
+    force: bool = False,
+) -> Path:
+    """A new real run of the scenario file, or (``resume``) the rest of an interrupted one."""
+    from gcbench.real.run import new_run, resumed_run
+
+    if resume is not None:
+        run = resumed_run(resume)
+        if run.complete:
+            say_complete(console, run)
+            return run.out
+    else:
+        run = new_run(path, backend, out, iterations, training, choose, force)
+    run.check_backend()  # before the data is read and Ray starts
+    with run.driving():
+        return _train(run, address, console)
+
+
+def _train(run: RealRun, address: str | None, console: Console) -> Path:
+    """Train the session; on Ctrl-C or SIGTERM say what was kept and exit 130 or 143."""
+    from gcbench.cli.console import RunProgress
+    from gcbench.real.run import open_session
+    from gcbench.real.session import EXIT_CODES, Terminated, sigterm_as_interrupt
+
+    guard, started = sigterm_as_interrupt(), []
+    try:
+        with guard:
+            display = lambda: RunProgress(console)  # noqa: E731 (made once the backend has started, as its clock)
+            session = open_session(run, address, display, guard, lambda runs: say_resuming(console, run, runs))
+            if session is None:
+                say_complete(console, run)
+                return run.out
+            started.append(session)
+            status = session.train()
+    except KeyboardInterrupt as interrupt:
+        how = "SIGTERM" if isinstance(interrupt, Terminated) or guard.terminated else "SIGINT"
+        message = (
+            interrupted(started[0].runs, run.out, how, run.scenario.training.checkpoint_every)
+            if started
+            else f"interrupted ({how}) before training began; nothing was written to {run.out}."
+        )
+        say(console, message)
+        raise SystemExit(EXIT_CODES[how]) from None
+    report(session, status, run.out, console)
+    return run.out
+
+
+def say_complete(console: Console, run: RealRun) -> None:
+    say(console, f"{run.out}: the run is complete ({run.planned} of {run.planned} iterations); nothing to resume.")
+
+
+def say_resuming(console: Console, run: RealRun, runs: list) -> None:
+    say(console, f"resuming {run.out}:")
+    for each in runs:
+        say(console, f"  {describe(each)}: {continues(each)}")
+
+
+def describe(run) -> str:
+    """'variant 2 (CR s=1), seed 0', or 'local, seed 0'."""
+    return f"local, seed {run.seed}" if run.index is None else f"variant {run.index} ({run.label}), seed {run.seed}"
+
+
+def continues(run) -> str:
+    if run.index is None:
+        return "from iteration 0 (the local backend keeps no checkpoints)"
+    if run.finished:
+        return f"complete ({run.next_iteration} iterations), not run again"
+    return f"from iteration {run.resumed_at}" + ("" if run.resumed_at else " (it had no checkpoint)")
+
+
+def interrupted(runs: list, out: Path, how: str, every: int) -> str:
+    """One line: what was kept, and what a resume will do."""
+    command = f"gcbench run --resume {out}"
+    if runs and runs[0].index is None:
+        return f"interrupted ({how}); the local backend keeps no checkpoints: {command} runs it again from iteration 0."
+    saved = [run for run in runs if run.checkpointed > 0]
+    if not saved:
+        return (
+            f"interrupted ({how}) before the first checkpoint (one is written every {every} iterations): no "
+            f"checkpoint exists yet, so {command} starts from iteration 0."
+        )
+    kept = "; ".join(
+        f"{describe(run)} at iteration {run.checkpointed}" if run.checkpointed else f"{describe(run)}: none yet"
+        for run in runs
+    )
+    return f"interrupted ({how}); checkpoints kept: {kept}; continue with: {command}"
+
+
+def report(session, status: str, out: Path, console: Console) -> None:
+    """The summary table, test accuracies and where the files are; exit 2 if a variant stopped early."""
+    from gcbench.cli.console import print_summary
+    from gcbench.real.run import write_summary
+    from gcbench.results.summary import interval_note
+
+    iterations, summary = write_summary(session, out)
+    print_summary(summary, [], console)
+    if note := interval_note(summary):
+        say(console, note)
+    evaluated = iterations.dropna(subset=["accuracy"]).groupby(["variant", "seed"], sort=False)
+    for (variant, seed), last in evaluated[["accuracy", "iteration"]].last().iterrows():
+        after = int(last["iteration"]) + 1
+        say(console, f"{variant}, seed {seed}: test accuracy {last['accuracy']:.1%} after {after} iterations")
+    say(console, f"results: {out}")
+    if status == "stopped":
+        raise GcbenchError(
+            f"{len(session.stopped)} variant(s) stopped early ({', '.join(session.stopped)}); "
+            f"the iterations they finished are in {out}."
+        )
+
+
+def check_backend(backend: str) -> None:
+    """One of the backends of `gcbench run`, as the cluster registry lists them."""
+    names = [entry.name for entry in real_backends()]
+    if backend not in names:
+        raise GcbenchError(f"--backend must be {', '.join(names[:-1])} or {names[-1]}, got '{backend}'.")
+
+
+def refuse_with_resume(options: dict[str, Any]) -> None:
+    """--resume continues the run as it was set up; options that would change it are refused, not ignored."""
+    given = [name for name, value in options.items() if value is not None]
+    if given:
+        raise GcbenchError(
+            f"--resume continues the run as it was set up; {', '.join(given)} cannot change it (drop "
+            f"{'it' if len(given) == 1 else 'them'}, or start a new run)."
+        )

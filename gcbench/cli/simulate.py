@@ -1,0 +1,101 @@
+"""`gcbench simulate`: the check, or the simulation with its progress bar and summary (gcbench/sim/simulation.py
+loads, checks, runs and writes it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from gcbench.cli.console import (
+    ForceOption,
+    SeedsOption,
+    SetOption,
+    print_trace_cleaning,
+    simulate_scenario,
+    user_errors,
+    wide_console,
+)
+from gcbench.errors import GcbenchError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+@user_errors
+def simulate(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Results directory (default: a new one under results/).")
+    ] = None,
+    check: Annotated[bool, typer.Option("--check", help="Validate the scenario and exit.")] = False,
+    jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parallel processes (default: automatic).")] = None,
+    workers_table: Annotated[
+        bool, typer.Option("--workers-table/--no-workers-table", help="Write workers.parquet.")
+    ] = True,
+    iterations: Annotated[int | None, typer.Option("--iterations", min=1, help="Override the scenario's.")] = None,
+    seeds: SeedsOption = None,
+    sets: SetOption = None,
+    force: ForceOption = False,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            metavar="auto|event|vectorised",
+            help="Override the scenario's engine: event (the master on SimPy), vectorised, or auto.",
+        ),
+    ] = None,
+    ray: Annotated[
+        bool, typer.Option("--ray", help="Run the tasks on Ray: a local instance, or the cluster at --address.")
+    ] = False,
+    address: Annotated[
+        str | None, typer.Option("--address", metavar="HOST:PORT", help="With --ray: an existing Ray cluster.")
+    ] = None,
+) -> None:
+    """Simulate a scenario: every variant, seed and sweep point; print the summary and write results."""
+    from gcbench.scenario.overrides import parse_seeds, parse_sets
+
+    check_ray_options(ray, address, jobs)  # before anything: a missing Ray costs one sentence
+    console = wide_console()
+    overrides = parse_sets(sets or [])
+    if seeds is not None:
+        overrides["seeds"] = parse_seeds(seeds)
+    if iterations is not None:
+        overrides["iterations"] = iterations
+    if engine is not None:
+        overrides["engine"] = engine
+    if check:
+        check_scenario(scenario, console, overrides)
+        return
+    on_ray = {"address": address} if ray else None
+    simulate_scenario(scenario, out, jobs, workers_table, console, overrides=overrides, force=force, ray=on_ray)
+
+
+def check_scenario(path: Path, console: Console, overrides: dict[str, Any] | None = None) -> None:
+    """Validate as a run would, up to the engine of each variant, and say what the scenario holds."""
+    from gcbench.sim.simulation import check_simulation
+
+    points = check_simulation(path, overrides)
+    scenario = points[0].scenario
+    console.print(
+        f"{path}: valid — {scenario.workers} workers, {len(scenario.variants)} variants, "
+        f"{len(points)} sweep point(s), {len(scenario.seeds)} seed(s), {scenario.iterations} iterations each."
+    )
+    print_trace_cleaning(points, console)
+
+
+def check_ray_options(ray: bool, address: str | None, jobs: int | None) -> None:
+    """--address and --jobs are refused where they would be ignored; --ray needs Ray, from the [real] extra."""
+    if address is not None and not ray:
+        raise GcbenchError(f"--address {address} is the Ray cluster to run the tasks on; add --ray, or drop it.")
+    if ray and jobs is not None:
+        raise GcbenchError("--jobs sets the processes on this machine, and with --ray Ray runs the tasks; drop one.")
+    if ray:
+        from gcbench.real.requirements import INSTALL, missing_real_modules
+
+        if "ray" in missing_real_modules():
+            raise GcbenchError(
+                f"--ray needs Ray, part of the [real] extra (ray cannot be imported): install it with {INSTALL}, or "
+                "drop --ray to run the tasks in processes on this machine."
+            )

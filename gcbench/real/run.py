@@ -1,0 +1,133 @@
+"""A real run from the command line's choices to a session ready to train: a new run's scenario, results directory
+and run.json, or an interrupted run's, taken up where its checkpoints left it (gcbench/cli/run.py prints).
+
+Nothing here imports torch at import time, so the checks of a scenario and of run.json answer before it loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from gcbench.cluster import backend_class
+from gcbench.errors import GcbenchError
+from gcbench.real.resume import continued, finished_before_status, read_run_json, resumed_scenario
+from gcbench.real.scenario import check_real, real_scenario, refuse_pipelined_without_caches
+from gcbench.results import summarize
+from gcbench.results.metadata import new_run_directory, resume_entry, run_metadata
+from gcbench.results.store import check_out
+from gcbench.scenario.loading import SweepPoint
+from gcbench.scenario.schema import Scenario
+
+
+@dataclass
+class RealRun:
+    """What a session trains: the scenario, its file, the backend, the results directory and run.json."""
+
+    scenario: Scenario
+    path: Path
+    backend: str
+    out: Path
+    meta: dict[str, Any]
+    resumed: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """A resumed run that had finished: nothing to do."""
+        return self.resumed and self.meta.get("status") == "complete"
+
+    @property
+    def planned(self) -> int:
+        """The iterations the backend's runs of the scenario will train, all together."""
+        return backend_class(self.backend).planned(self.scenario)
+
+    def check_backend(self) -> None:
+        """What the backend and this machine must offer the scenario, before the data is read and Ray starts."""
+        from gcbench.training.device import check_device
+
+        refuse_pipelined_without_caches(self.scenario, self.backend)
+        check_device(self.scenario.training.device)
+
+    @contextmanager
+    def driving(self) -> Iterator[None]:
+        """The backend's frame around the run (under torchrun: the world fits, and the agents end with it)."""
+        with backend_class(self.backend).driving(self.scenario):
+            yield
+
+
+def new_run(
+    path: Path,
+    backend: str,
+    out: Path | None,
+    iterations: int | None,
+    training: dict[str, Any],
+    choose: dict[str, Any] | None = None,
+    force: bool = False,
+) -> RealRun:
+    """A new run of the scenario file with the command line's overrides, in ``out`` or a new directory."""
+    scenario = real_scenario(path, iterations, training, **(choose or {}))
+    out = out or new_run_directory(Path("results"), f"{scenario.name}-real")
+    refuse_checkpoints(out)  # before check_out: a run with checkpoints is resumed, not overwritten
+    check_out(out, force)
+    meta = run_metadata("real", path, [SweepPoint({}, scenario)], {"backend": backend})
+    return RealRun(scenario, path, backend, out, meta)
+
+
+def resumed_run(run_dir: Path) -> RealRun:
+    """The rest of the interrupted run in ``run_dir``, as its run.json set it up."""
+    meta = read_run_json(run_dir)
+    scenario = resumed_scenario(meta, run_dir)
+    check_real(scenario, run_dir / "run.json")
+    return RealRun(scenario, Path(meta["scenario_file"]), meta["backend"], run_dir, meta, resumed=True)
+
+
+def serve_as_helper(backend: str) -> bool:
+    """Where this process was launched as a helper of the run rather than its driver (under torchrun, a rank
+    other than 0 is worker (rank - 1)'s agent): it serves until the driver's run is over; True when it did."""
+    return backend_class(backend).serve_helper()
+
+
+def refuse_checkpoints(out: Path) -> None:
+    """A new run never picks up another run's checkpoints."""
+    folder = out / "checkpoints"
+    if folder.is_dir() and any(folder.iterdir()):
+        raise GcbenchError(
+            f"--out {out} already holds a run's checkpoints; continue that run with --resume {out}, "
+            "or choose another --out."
+        )
+
+
+def open_session(
+    run: RealRun, address: str | None, display: Callable[[], Any], guard, on_resume: Callable[[list], None]
+):
+    """The session, ready to train: data loaded, checkpoints checked, Ray started (SIGTERM handled after it);
+    None if there is nothing left to do. ``display()``: the session's progress display, made once the backend has
+    started; ``on_resume(runs)``: a resumed run's runs, before the backend starts."""
+    from gcbench.real.session import Session, build_runs
+    from gcbench.training.data import load_data
+
+    data = load_data(run.scenario)
+    runs = build_runs(run.scenario, run.backend, data, run.out)  # checks the checkpoints before anything starts
+    if run.resumed and finished_before_status(run.meta, runs, run.out):
+        return None
+    if run.resumed:
+        run.meta.setdefault("resumes", []).append(resume_entry([continued(each) for each in runs]))
+        on_resume(runs)
+    backend_class(run.backend).prepare(runs, address)  # (Ray starts here, unless no run needs it)
+    guard.install()  # again: a runtime it started (Ray's core worker) may have put its own SIGTERM handler in place
+    return Session(run.scenario, runs, run.out, run.meta, display())
+
+
+def write_summary(session, out: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The session's iterations table and its summary, written to summary.csv."""
+    iterations, _ = session.tables()
+    if iterations is None:
+        raise GcbenchError(f"no variant finished an iteration; nothing was written to {out} but run.json.")
+    summary = summarize(iterations)
+    summary.to_csv(out / "summary.csv", index=False)
+    return iterations, summary
