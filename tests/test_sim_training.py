@@ -355,11 +355,15 @@ class StartedTrainingCluster(TrainingCluster):
 
 def test_the_training_cluster_passes_the_cluster_conformance_suite(monkeypatch):
     """Its gradients computed as results are delivered change nothing the protocol promises."""
-    from gcbench.cluster import _base
+    from gcbench.cluster import _registry
     from gcbench.testing import cluster_checks, cluster_parameters
 
-    monkeypatch.setitem(_base._CLUSTERS, "simpy-trained", StartedTrainingCluster)
-    parameters = cluster_parameters.ClusterTestParameters(module="gcbench.sim.training")
+    # registered for this test only: an entry (virtual clock) and its class, as backend_class would set it
+    entry = _registry.BackendEntry("simpy-trained", "gcbench.sim.training:TrainingCluster", clock="virtual")
+    monkeypatch.setitem(_registry._ENTRIES, "simpy-trained", entry)
+    monkeypatch.setitem(_registry._CLASSES, "simpy-trained", StartedTrainingCluster)
+    monkeypatch.setattr(StartedTrainingCluster, "name", "simpy-trained", raising=False)
+    parameters = cluster_parameters.ClusterTestParameters()
     monkeypatch.setitem(cluster_parameters.CLUSTER_TEST_PARAMETERS, "simpy-trained", parameters)
     computed = []
     compute = TrainingCluster._compute
