@@ -47,8 +47,9 @@ def test_option_a_scheme_does_not_take_exits_2():
 
 
 def test_unknown_scheme_exits_2_from_the_installed_command():
+    """(as ``python -m gcbench``: gcbench/__main__.py calls the console entry point's main)"""
     done = subprocess.run(
-        [sys.executable, "-c", "from gcbench.cli import main; main()", "schemes", "nope"],
+        [sys.executable, "-m", "gcbench", "schemes", "nope"],
         capture_output=True,
         text=True,
     )

@@ -1,6 +1,12 @@
 """The DistributedDataParallel baseline (``policy: allreduce``, issue 11): its scenario errors, and real runs of
 n ranks that train as one process does, wait for the slowest rank, use PyTorch's communication hooks, write
-the shared tables, resume from a checkpoint and leave no process behind."""
+the shared tables, resume from a checkpoint and leave no process behind.
+
+Two checks share runs with the torch backend's, in tests/test_torch_cluster.py (each run starts a zygote and
+its processes): the baseline's rows in the shared tables and its losses against the local backend's and the
+parameter server's (one `gcbench run --backend torch` of every exact scheme and the baseline), and a killed
+driver leaving no rank behind, then resuming (one driver running the baseline beside two parameter-server
+variants)."""
 
 from __future__ import annotations
 
@@ -125,40 +131,6 @@ def trained(run: DDPRun, blocks: list[int]):
 
 
 @pytest.mark.slow
-def test_ddp_local_and_the_torch_parameter_server_reach_the_same_losses_in_the_shared_tables(tmp_path):
-    """Issue 11's proof: DDP, the local backend and the torch backend's uncoded wait_all, same seed, same loss."""
-    from gcbench.results import ITERATION_COLUMNS, WORKER_COLUMNS, read_results
-
-    path = tiny(tmp_path, f"{ALLREDUCE}, {{label: ps, scheme: uncoded, policy: wait_all}}")
-    before = child_processes()
-    result = runner.invoke(app, ["run", str(path), "--backend", "torch", "--out", str(tmp_path / "run")])
-    assert result.exit_code == 0, result.output
-    assert child_processes() == before, "rank processes outlived the run"
-    iterations, workers, meta = read_results(tmp_path / "run")
-    assert meta["backend"] == "torch" and meta["status"] == "complete"
-    assert set(ITERATION_COLUMNS) | {"loss", "accuracy"} <= set(iterations.columns)
-    assert set(WORKER_COLUMNS) <= set(workers.columns)
-    mine = iterations[iterations["variant"] == "uncoded/allreduce"].sort_values("iteration")
-    assert (mine["policy"] == "allreduce").all() and (mine["scheme"] == "uncoded").all()
-    assert (mine["s"] == 0).all() and (mine["m"] == 1).all() and (mine["seed"] == 0).all()
-    assert (mine["stop"] == "all_arrived").all() and mine["exact"].all() and (mine["messages_used"] == 4).all()
-    assert mine["accuracy"].notna().sum() == 2  # evaluated after iterations 2 and 4
-    rows = workers[workers["variant"] == "uncoded/allreduce"]
-    assert len(rows) == 4 * 4 and rows["used"].all() and not rows["failed"].any()
-    assert (rows["compute_start"] <= rows["compute_end"]).all() and (rows["compute_end"] <= rows["arrival"]).all()
-    local = runner.invoke(app, ["run", str(path), "--backend", "local", "--out", str(tmp_path / "local")])
-    assert local.exit_code == 0, local.output
-    expected = read_results(tmp_path / "local")[0]["loss"].to_numpy()
-    np.testing.assert_allclose(mine["loss"].to_numpy(), expected, rtol=1e-4)
-    ps = iterations[iterations["variant"] == "ps"].sort_values("iteration")["loss"].to_numpy()
-    np.testing.assert_allclose(mine["loss"].to_numpy(), ps, rtol=1e-4)
-    # and it is drawn beside the other variant (plotting reads the files only)
-    plotted = runner.invoke(app, ["plot", str(tmp_path / "run"), "--out", str(tmp_path / "figures")])
-    assert plotted.exit_code == 0, plotted.output
-    assert any((tmp_path / "figures").glob("*timeline.png"))
-
-
-@pytest.mark.slow
 def test_on_the_ray_backend_allreduce_runs_its_ranks_without_starting_ray(tmp_path):
     from gcbench.real.ray import start as ray_start
 
@@ -272,30 +244,6 @@ def checkpointed(iterations: int) -> str:
     """The tiny allreduce scenario, with a checkpoint every 2 iterations."""
     text = TINY.format(variants=ALLREDUCE, iterations=iterations, failures="none")
     return text.replace("device: cpu}", "device: cpu, checkpoint_every: 2}")
-
-
-@pytest.mark.slow
-def test_a_killed_driver_leaves_no_rank_and_the_run_resumes_every_iteration_once(tmp_path):
-    import subprocess
-
-    from gcbench.real.processes import alive
-    from gcbench.results import read_results
-
-    (tmp_path / "resume.yaml").write_text(checkpointed(12))
-    out, quiet = tmp_path / "run", {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    first = driver("run", str(tmp_path / "resume.yaml"), "--backend", "torch", "--out", str(out), **quiet)
-    assert wait_for(lambda: (out / "checkpoints" / "variant0-seed0.pt").exists() or first.poll() is not None, 240)
-    ranks = grandchildren_of(first.pid)  # forked by the zygote, the driver's child
-    assert len(ranks) == 4, f"the driver's ranks: {ranks}"
-    ranks |= children_of(first.pid)
-    os.kill(first.pid, signal.SIGKILL)  # the driver only: its ranks must notice and exit on their own
-    first.wait()
-    assert wait_for(lambda: not any(alive(pid) for pid in ranks), 10), "ranks outlived their killed driver"
-    resumed = driver("run", "--resume", str(out), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    output, _ = resumed.communicate(timeout=600)
-    assert resumed.returncode == 0, output
-    iterations, _, meta = read_results(out)
-    assert meta["status"] == "complete" and sorted(iterations["iteration"]) == list(range(12))
 
 
 @pytest.mark.slow

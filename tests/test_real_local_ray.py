@@ -1,6 +1,6 @@
 """How gcbench starts a local Ray instance: loopback only and no metrics exporter, unless the user says otherwise.
 
-The real processes are checked with ss in tests/test_real_exposure.py (slow);
+The real processes are checked with ss in tests/test_real_resume.py (slow);
 these check what start_ray hands Ray, fast.
 """
 

@@ -1,6 +1,8 @@
 """Real mode on a local Ray instance: decoding is exact in the real system, stragglers are abandoned.
 
-One Ray instance serves every real-mode test (tests/conftest.py; it takes seconds to start).
+One Ray instance serves every real-mode test (tests/conftest.py; it takes seconds to start). `gcbench run` on
+Ray writing the shared schema is checked with the other end-to-end checks of one run, in
+tests/test_real_turns.py.
 """
 
 from __future__ import annotations
@@ -97,41 +99,6 @@ def test_with_stale_work_finish_a_straggler_completes_its_old_iteration_first():
     finished = master.worker(0, 0)
     assert finished["injected"] == pytest.approx(1.0, abs=0.05), "the stale work was cut short"
     assert np.isfinite(finished["arrival"]) and finished["arrival"] >= first.start + 1.0
-
-
-def test_gcbench_run_real_writes_the_shared_schema_with_loss_and_accuracy(tmp_path):
-    from typer.testing import CliRunner
-
-    from gcbench.cli import app
-    from gcbench.results import ITERATION_COLUMNS, WORKER_COLUMNS, read_results
-
-    path = tmp_path / "tiny.yaml"
-    path.write_text(
-        "name: tiny\nworkers: 4\niterations: 4\ncompute: {per_partition: {distribution: exponential, rate: 10}}\n"
-        "straggling: {model: independent, probability: 0.3, delay: 0.3}\n"
-        "variants: [{label: uncoded, scheme: uncoded, policy: wait_all}, {scheme: fr, s: 1}]\n"
-        "training: {dataset: synthetic, batch_size: 32, eval_every: 2, device: cpu}\n"
-    )
-    result = CliRunner().invoke(app, ["run", str(path), "--out", str(tmp_path / "real")])
-    assert result.exit_code == 0, result.output
-    iterations, workers, meta = read_results(tmp_path / "real")
-    assert meta["mode"] == "real" and meta["backend"] == "ray"
-    assert set(ITERATION_COLUMNS) | {"loss", "accuracy"} <= set(iterations.columns)
-    assert set(WORKER_COLUMNS) <= set(workers.columns) and len(workers) == 2 * 4 * 4
-    assert len(iterations) == 8 and iterations["loss"].notna().all() and iterations["accuracy"].notna().sum() == 4
-    used = workers[workers["used"]]
-    assert (used["arrival"] >= used["compute_start"]).all() and (used["injected_delay"] >= 0).all()
-    # work the master stopped waiting for still reports when it ran (abandoned: no arrival); a job abandoned
-    # before it began (queued behind stale work when its iteration ended) has no times, as in the simulator
-    unused = workers[~workers["used"]]
-    began = unused["compute_start"].notna()
-    assert (unused.loc[began, "compute_end"] >= unused.loc[began, "compute_start"]).all()
-    assert unused.loc[~began, ["compute_end", "arrival"]].isna().all(axis=None)
-    assert not workers["failed"].any()
-
-    local = CliRunner().invoke(app, ["run", str(path), "--backend", "local", "--out", str(tmp_path / "local")])
-    assert local.exit_code == 0, local.output
-    assert read_results(tmp_path / "local")[0]["variant"].unique().tolist() == ["local"]
 
 
 def test_gcbench_run_refuses_what_it_cannot_do(tmp_path):

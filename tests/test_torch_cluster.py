@@ -143,42 +143,6 @@ def test_a_process_killed_from_outside_running_or_idle_is_a_failure_the_model_di
     assert cluster.leftovers() == [] and child_processes() == before
 
 
-@pytest.mark.slow
-def test_gcbench_run_backend_torch_writes_the_shared_schema_and_leaves_no_process(tmp_path):
-    from typer.testing import CliRunner
-
-    from gcbench.cli import app
-    from gcbench.results import ITERATION_COLUMNS, WORKER_COLUMNS, read_results
-
-    path = tmp_path / "tiny.yaml"
-    path.write_text(
-        "name: tiny\nworkers: 4\niterations: 4\ncompute: {per_partition: {distribution: exponential, rate: 10}}\n"
-        "straggling: {model: independent, probability: 0.3, delay: 0.3}\n"
-        "variants: [{label: uncoded, scheme: uncoded, policy: wait_all}, {scheme: fr, s: 1}]\n"
-        "training: {dataset: synthetic, batch_size: 32, eval_every: 2, device: cpu}\n"
-    )
-    before = child_processes()
-    result = CliRunner().invoke(app, ["run", str(path), "--backend", "torch", "--out", str(tmp_path / "real")])
-    assert result.exit_code == 0, result.output
-    assert child_processes() == before, "worker processes outlived the run"
-    iterations, workers, meta = read_results(tmp_path / "real")
-    assert meta["mode"] == "real" and meta["backend"] == "torch"
-    assert set(ITERATION_COLUMNS) | {"loss", "accuracy"} <= set(iterations.columns)
-    assert set(WORKER_COLUMNS) <= set(workers.columns) and len(workers) == 2 * 4 * 4
-    assert len(iterations) == 8 and iterations["loss"].notna().all() and iterations["accuracy"].notna().sum() == 4
-    assert iterations["exact"].all()
-    used = workers[workers["used"]]
-    assert (used["arrival"] >= used["compute_start"]).all() and (used["injected_delay"] >= 0).all()
-    assert not workers["failed"].any()
-    # the same seed trains the same model as one process on the whole mini-batch (issue 11's loss check)
-    local = CliRunner().invoke(app, ["run", str(path), "--backend", "local", "--out", str(tmp_path / "local")])
-    assert local.exit_code == 0, local.output
-    expected = read_results(tmp_path / "local")[0]["loss"].to_numpy()
-    for label in iterations["variant"].unique():
-        trained = iterations[iterations["variant"] == label].sort_values("iteration")["loss"].to_numpy()
-        np.testing.assert_allclose(trained, expected, rtol=1e-4, err_msg=label)
-
-
 def test_gcbench_run_refuses_an_unknown_backend_naming_all_three(tmp_path):
     from typer.testing import CliRunner
 
@@ -237,29 +201,35 @@ training: {dataset: synthetic, batch_size: 32, eval_every: 4, checkpoint_every: 
 def test_a_killed_driver_leaves_no_worker_and_its_torch_run_resumes_every_iteration_once(tmp_path):
     import subprocess
 
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
     from gcbench.real.processes import alive
     from gcbench.results import read_results
 
-    (tmp_path / "resume.yaml").write_text(RESUME)
+    # the DDP baseline's ranks beside the parameter server's workers (tests/test_ddp_allreduce.py's check
+    # shares this driver: each driver and its resume start an interpreter, torch and a zygote per variant)
+    (tmp_path / "resume.yaml").write_text(RESUME.replace("s: 1}]", "s: 1}, {scheme: uncoded, policy: allreduce}]"))
     out, quiet = tmp_path / "run", {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     first = driver("run", str(tmp_path / "resume.yaml"), "--backend", "torch", "--out", str(out), **quiet)
     assert wait_for(lambda: (out / "checkpoints" / "variant0-seed0.pt").exists() or first.poll() is not None, 240)
-    seen: list[set[int]] = []  # the first variant's workers, and the second's once its turn has begun
+    seen: list[set[int]] = []  # the first variant's workers, then the second's and the third's ranks
 
-    def settled() -> bool:  # read once a round: while the second variant starts, the count passes 5 to 7
-        seen.append(grandchildren_of(first.pid))  # (the driver's children are its clusters' zygotes)
-        return len(seen[-1]) in (4, 8)
+    def settled() -> bool:  # read once a round: while a variant starts, the count passes between 4, 8 and 12
+        seen.append(grandchildren_of(first.pid))  # (the driver's children are its variants' zygotes)
+        return len(seen[-1]) == 12
 
-    assert wait_for(settled, 60), f"the driver's workers: {seen[-1]}"
+    assert wait_for(settled, 240), f"the driver's workers and ranks: {seen[-1]}"
     workers = seen[-1] | children_of(first.pid)  # and the zygotes that forked them
-    os.kill(first.pid, signal.SIGKILL)  # the driver only: its workers must notice and exit on their own
+    os.kill(first.pid, signal.SIGKILL)  # the driver only: its workers and ranks must notice and exit on their own
     first.wait()
     assert wait_for(lambda: not any(alive(pid) for pid in workers), 10), "workers outlived their killed driver"
-    resumed = driver("run", "--resume", str(out), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    output, _ = resumed.communicate(timeout=600)
-    assert resumed.returncode == 0, output
+    before = child_processes()
+    resumed = CliRunner().invoke(app, ["run", "--resume", str(out)])  # (here: a driver of its own adds nothing)
+    assert resumed.exit_code == 0, resumed.output
+    assert child_processes() == before, "the resumed run's processes outlived it"
     iterations, _, meta = read_results(out)
-    assert meta["backend"] == "torch" and meta["status"] == "complete"
+    assert meta["backend"] == "torch" and meta["status"] == "complete" and iterations["variant"].nunique() == 3
     for variant, frame in iterations.groupby("variant"):
         assert sorted(frame["iteration"]) == list(range(12)), f"{variant}: {sorted(frame['iteration'])}"
 
@@ -284,10 +254,12 @@ def test_ctrl_c_stops_a_torch_run_with_status_130_and_no_worker_left(tmp_path):
     assert "Traceback" not in output and "KeyboardInterrupt" not in output, output  # the workers ignore it
 
 
+# every exact scheme and the DDP baseline beside them, in one `gcbench run --backend torch` and one run of the
+# local backend (each torch variant starts a zygote and its worker processes: the checks below share the runs)
 EXACT_SCHEMES = """\
 name: exact
 workers: 4
-iterations: 3
+iterations: 4
 compute: {per_partition: {distribution: exponential, rate: 10}}
 straggling: {model: independent, probability: 0.3, delay: 0.2}
 variants:
@@ -299,31 +271,94 @@ variants:
   - {scheme: cce_fr, s: 1, m: 3}
   - {scheme: heterogeneous, s: 1, speeds: [1, 2, 3, 4]}
   - {scheme: bcc, s: 1, b: 2}
-training: {dataset: synthetic, batch_size: 48, eval_every: 3, device: cpu}
+  - {scheme: uncoded, policy: allreduce}
+training: {dataset: synthetic, batch_size: 48, eval_every: 2, device: cpu}
 """
+VARIANTS, ITERATIONS, WORKERS = 9, 4, 4
 
 
-@pytest.mark.slow
-def test_every_exact_scheme_trains_on_torch_as_one_process_does_on_the_whole_mini_batch(tmp_path):
-    """Issue 11: each exact scheme, decoded from its first n - s workers' messages, steps the model as the
-    full mini-batch's gradient does (the local backend), whatever the straggling."""
+@pytest.fixture(scope="module")
+def exact_runs(tmp_path_factory) -> SimpleNamespace:
+    """EXACT_SCHEMES run with ``--backend torch`` (``torch``: its exit, output and the processes it left) and with
+    ``--backend local`` (``local``: the single-process reference)."""
     from typer.testing import CliRunner
 
     from gcbench.cli import app
+
+    folder = tmp_path_factory.mktemp("exact")
+    path = folder / "exact.yaml"
+    path.write_text(EXACT_SCHEMES)
+    before = child_processes()
+    real = CliRunner().invoke(app, ["run", str(path), "--backend", "torch", "--out", str(folder / "real")])
+    left = child_processes() - before
+    local = CliRunner().invoke(app, ["run", str(path), "--backend", "local", "--out", str(folder / "local")])
+    return SimpleNamespace(folder=folder, torch=real, left=left, local=local)
+
+
+def trained(runs: SimpleNamespace):
+    """The torch run's tables and run.json, and the local run's losses, once both ran to the end."""
     from gcbench.results import read_results
 
-    path = tmp_path / "exact.yaml"
-    path.write_text(EXACT_SCHEMES)
-    result = CliRunner().invoke(app, ["run", str(path), "--backend", "torch", "--out", str(tmp_path / "real")])
-    assert result.exit_code == 0, result.output
-    local = CliRunner().invoke(app, ["run", str(path), "--backend", "local", "--out", str(tmp_path / "local")])
-    assert local.exit_code == 0, local.output
-    iterations = read_results(tmp_path / "real")[0]
-    expected = read_results(tmp_path / "local")[0]["loss"].to_numpy()
-    assert iterations["variant"].nunique() == 8 and iterations["exact"].all()
+    assert runs.torch.exit_code == 0, runs.torch.output
+    assert runs.local.exit_code == 0, runs.local.output
+    local = read_results(runs.folder / "local")[0]
+    assert local["variant"].unique().tolist() == ["local"]
+    return *read_results(runs.folder / "real"), local["loss"].to_numpy()
+
+
+@pytest.mark.slow
+def test_gcbench_run_backend_torch_writes_the_shared_schema_and_leaves_no_process(exact_runs):
+    from gcbench.results import ITERATION_COLUMNS, WORKER_COLUMNS
+
+    iterations, workers, meta, _ = trained(exact_runs)
+    assert exact_runs.left == set(), "worker processes outlived the run"
+    assert meta["mode"] == "real" and meta["backend"] == "torch" and meta["status"] == "complete"
+    assert set(ITERATION_COLUMNS) | {"loss", "accuracy"} <= set(iterations.columns)
+    assert set(WORKER_COLUMNS) <= set(workers.columns) and len(workers) == VARIANTS * ITERATIONS * WORKERS
+    assert len(iterations) == VARIANTS * ITERATIONS and iterations["loss"].notna().all()
+    assert (iterations.groupby("variant")["accuracy"].count() == 2).all()  # evaluated after iterations 2 and 4
+    assert iterations["exact"].all()
+    used = workers[workers["used"]]
+    assert (used["arrival"] >= used["compute_start"]).all() and (used["injected_delay"] >= 0).all()
+    assert not workers["failed"].any()
+
+
+@pytest.mark.slow
+def test_every_exact_scheme_trains_on_torch_as_one_process_does_on_the_whole_mini_batch(exact_runs):
+    """Each exact scheme, decoded from its first n - s workers' messages, steps the model as the full
+    mini-batch's gradient does (the local backend), whatever the straggling; so does the DDP baseline."""
+    iterations, _, _, expected = trained(exact_runs)
+    assert iterations["variant"].nunique() == VARIANTS and iterations["exact"].all()
     for label, frame in iterations.groupby("variant"):
-        trained = frame.sort_values("iteration")["loss"].to_numpy()
-        np.testing.assert_allclose(trained, expected, rtol=1e-4, err_msg=label)
+        trained_losses = frame.sort_values("iteration")["loss"].to_numpy()
+        np.testing.assert_allclose(trained_losses, expected, rtol=1e-4, err_msg=label)
+
+
+@pytest.mark.slow
+def test_ddp_local_and_the_torch_parameter_server_reach_the_same_losses_in_the_shared_tables(exact_runs):
+    """The DDP baseline (tests/test_ddp_allreduce.py), the local backend and the torch backend's uncoded
+    wait_all, same seed, same loss; the baseline's rows in the shared tables, drawn beside the others."""
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
+
+    iterations, workers, _, expected = trained(exact_runs)
+    mine = iterations[iterations["variant"] == "uncoded/allreduce"].sort_values("iteration")
+    assert (mine["policy"] == "allreduce").all() and (mine["scheme"] == "uncoded").all()
+    assert (mine["s"] == 0).all() and (mine["m"] == 1).all() and (mine["seed"] == 0).all()
+    assert (mine["stop"] == "all_arrived").all() and mine["exact"].all() and (mine["messages_used"] == 4).all()
+    assert mine["accuracy"].notna().sum() == 2  # evaluated after iterations 2 and 4
+    rows = workers[workers["variant"] == "uncoded/allreduce"]
+    assert len(rows) == 4 * 4 and rows["used"].all() and not rows["failed"].any()
+    assert (rows["compute_start"] <= rows["compute_end"]).all() and (rows["compute_end"] <= rows["arrival"]).all()
+    np.testing.assert_allclose(mine["loss"].to_numpy(), expected, rtol=1e-4)
+    ps = iterations[iterations["variant"] == "uncoded"].sort_values("iteration")["loss"].to_numpy()
+    np.testing.assert_allclose(mine["loss"].to_numpy(), ps, rtol=1e-4)
+    # and it is drawn beside the other variants (plotting reads the files only)
+    figures = exact_runs.folder / "figures"
+    plotted = CliRunner().invoke(app, ["plot", str(exact_runs.folder / "real"), "--out", str(figures)])
+    assert plotted.exit_code == 0, plotted.output
+    assert any(figures.glob("*timeline.png"))
 
 
 LATE = """\
