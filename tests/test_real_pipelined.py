@@ -47,8 +47,12 @@ def test_a_restarted_worker_has_lost_its_cache_says_so_and_refills_it(caplog):
         assert t < 1999, "worker 0 never came back"
         assert "worker 0 lost its cached partition gradients with its process; from step" in caplog.text
         assert "it computes partitions [0, 1] again" in caplog.text
-        # once per restarted process (under load Ray may restart it more than once)
-        assert 1 <= caplog.text.count("lost its cached partition gradients") <= run.cluster.exits
+        # once per restarted process (under load Ray may restart it more than once). Only worker 0's from its
+        # drawn crash on count: on a loaded machine Ray also restarted actors it had just started (workers 0 and
+        # 2 refilled at step 1 at load 10), which no drawn crash caused and the cluster does not count as exits
+        refills = [int(line.split("from step ")[1].split()[0]) for line in caplog.text.splitlines()
+                   if "worker 0 lost its cached partition gradients" in line]  # fmt: skip
+        assert 1 <= sum(step >= 2 for step in refills) <= run.cluster.exits, refills
     finally:
         run.shutdown()
 
