@@ -115,6 +115,18 @@ NETWORK = st.sampled_from(
         {"latency": 0.02, "bandwidth": 1e8, "shared_link": True},
     ]
 )
+# the times around the compute a calibrated scenario models: a job's dispatch, the master's time between iterations
+TIMINGS = st.sampled_from(
+    [
+        {},
+        {"dispatch": {"distribution": "exponential", "rate": 20.0}},
+        {"between_iterations": {"distribution": "shifted_exponential", "shift": 0.01, "rate": 50.0}},
+        {
+            "dispatch": {"distribution": "deterministic", "value": 0.03},
+            "between_iterations": {"distribution": "lognormal", "mu": -3.0, "sigma": 0.5},
+        },
+    ]
+)
 COMPUTE = st.sampled_from(
     [
         {"per_partition": {"distribution": "exponential", "rate": 2.0}},
@@ -144,6 +156,7 @@ def synchronous_points(draw) -> SweepPoint:
         "failures": draw(FAILURES),
         "network": draw(NETWORK),
         "stale_work": draw(st.sampled_from(["abandon", "finish"])),
+        "master": {},
         "gradient": {"length": 1_000_000},
         "variants": [{**scheme, "policy": draw(POLICIES)}],
     }
@@ -152,6 +165,15 @@ def synchronous_points(draw) -> SweepPoint:
         # and an arrival, stale work and a new job), which the engines' different float sums (start plus
         # cumulative stops, against absolute event times) then split. Within one iteration, ties are kept.
         data.update(failures={"model": "none"}, stale_work="abandon")
+    timings = draw(TIMINGS)
+    if "dispatch" in timings:
+        data["network"] = {**data["network"], "dispatch": timings["dispatch"]}
+    if "between_iterations" in timings:
+        data["master"] = {"between_iterations": timings["between_iterations"]}
+        if data["failures"]["model"] != "none":
+            # a recovered worker's late jobs wait for the master's time between iterations: the event engine's
+            # alone (auto picks it; test_master_time_defers_a_recovered_worker_s_late_jobs)
+            data.update(stale_work="abandon")
     if data["network"].get("shared_link"):
         # late work on the one link of the run (stale_work: finish) is the event engine's alone: auto picks it
         # (tests/test_simpy_cluster.py); the fast path's link per iteration is the model under abandon
@@ -282,6 +304,25 @@ def test_every_shipped_scenario_runs_the_same_on_both_engines(path):
                 assert_engines_agree(point, index)
             else:
                 assert_asynchronous_engines_agree(point, index)
+
+
+def test_master_time_defers_a_recovered_worker_s_late_jobs():
+    """Under stale_work: finish a worker back from a crash while the master spends its time between iterations
+    gets its pending jobs once the master is done: only the event engine's master models that."""
+    fields = {
+        "master": {"between_iterations": {"distribution": "deterministic", "value": 0.5}},
+        "failures": {"model": "crash", "probability": 0.2, "downtime": 0.3},
+        "stale_work": "finish",
+        "variants": [{"scheme": "fr", "s": 1}],
+    }
+    late = _point(**fields).scenario
+    assert engine_for(late, late.variants[0]) == "event"
+    assert engine_for(late.model_copy(update={"stale_work": "abandon"}), late.variants[0]) == "vectorised"
+    with pytest.raises(GcbenchError, match="master.between_iterations, stale_work: finish and failures"):
+        engine_for(late.model_copy(update={"engine": "vectorised"}), late.variants[0])
+    rec = simulate_event(late, late.variants[0], scheme_for(late, late.variants[0]), 0)
+    gaps = rec.start[1:] - rec.end[:-1]
+    assert gaps == pytest.approx([0.5] * (len(gaps)), rel=1e-9)
 
 
 def test_auto_takes_the_fast_path_only_for_synchronous_policies():

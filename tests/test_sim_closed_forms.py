@@ -100,3 +100,57 @@ def test_shared_link_queues_every_message():
     transfer = 4000 / 1e6
     assert durations(sc) == pytest.approx([0.1 + 0.01 + N * transfer] * 5, rel=1e-12)
     assert math.isclose(transfer, 0.004)
+
+
+# The times around the compute a calibrated scenario models (gcbench calibrate): a job's dispatch and the master's
+# time between iterations, in both engines.
+DISPATCH_RATE = 25.0
+
+
+@pytest.mark.parametrize("engine", ["vectorised", "event"])
+def test_deterministic_dispatch_and_master_time_shift_every_iteration(engine):
+    """Compute c, dispatch d, master time m: each iteration lasts d + c and starts d + c + m after the last."""
+    c, d, m = 0.1, 0.03, 0.007
+    sc = scenario(
+        workers=4, iterations=6, compute=DETERMINISTIC, engine=engine,
+        network={"dispatch": {"distribution": "deterministic", "value": d}},
+        master={"between_iterations": {"distribution": "deterministic", "value": m}},
+    )  # fmt: skip
+    rec = simulate(sc)
+    assert rec.duration == pytest.approx([d + c] * 6, rel=1e-12)
+    assert rec.start == pytest.approx([t * (d + c + m) for t in range(6)], rel=1e-12)
+    assert rec.compute_start == pytest.approx(rec.start[:, None] + d + 0 * rec.compute_start, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["vectorised", "event"])
+@pytest.mark.parametrize("k", [1, 6, 12])
+def test_an_exponential_dispatch_adds_its_order_statistic(engine, k):
+    """Deterministic compute c after an Exp(rate) dispatch: the k-th fastest of n is c + (H_n - H_{n-k}) / rate."""
+    sc = scenario(
+        workers=N, iterations=3000, compute=DETERMINISTIC, engine=engine,
+        network={"dispatch": {"distribution": "exponential", "rate": DISPATCH_RATE}},
+        variants=[{"scheme": "uncoded", "policy": {"name": "fastest_k", "k": k}}],
+    )  # fmt: skip
+    assert_mean_matches(simulate(sc).duration, 0.1 + (harmonic(N) - harmonic(N - k)) / DISPATCH_RATE)
+
+
+@pytest.mark.parametrize("engine", ["vectorised", "event"])
+def test_the_master_time_between_iterations_is_its_distribution_s(engine):
+    """The gaps between one iteration's end and the next one's start are the master's draws: their mean is the
+    distribution's, and they leave the iterations' durations as they were."""
+    between = {"distribution": "shifted_exponential", "shift": 0.002, "rate": 400.0}
+    sc = scenario(
+        workers=N, iterations=3000, compute=SHIFTED_EXP, engine=engine, master={"between_iterations": between}
+    )
+    rec, plain = simulate(sc), simulate(sc.model_copy(update={"master": type(sc.master)()}))
+    assert_mean_matches(rec.start[1:] - rec.end[:-1], 0.002 + 1 / 400.0)
+    assert rec.duration == pytest.approx(plain.duration, rel=1e-12)  # common random numbers: only the gaps differ
+
+
+def simulate(sc):
+    """One run of the scenario's first variant on the engine it names (auto: the vectorised one)."""
+    from gcbench.scenario.build import scheme_for
+    from gcbench.sim.engines import engine_for, simulate_with
+
+    variant = sc.variants[0]
+    return simulate_with(engine_for(sc, variant), sc, variant, scheme_for(sc, variant), 0)

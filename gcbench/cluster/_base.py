@@ -122,6 +122,10 @@ class Cluster(ABC):
     def publish(self, model: Any) -> None:  # noqa: B027  (nothing to publish when the cluster does not train)
         """Make these model weights the ones the next submitted jobs compute on."""
 
+    def between_iterations(self, t: int) -> None:  # noqa: B027  (a wall clock's time passes by itself)
+        """The master is done with iteration t - 1 and starts iteration t: a virtual clock lets the master's
+        modelled time between them pass (``master.between_iterations``)."""
+
     @abstractmethod
     def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
         """Start a job on ``worker``: draw row ``row``; ``crash``: the failure model crashes it as it starts;

@@ -92,6 +92,7 @@ class SynchronousMaster:
 
     def iteration(self, t: int) -> None:
         cluster, rec = self.cluster, self.rec
+        cluster.between_iterations(t)
         start, self.current = cluster.now, t
         if self.learner is not None:
             cluster.publish(self.learner.weights())

@@ -1,4 +1,4 @@
-"""The network between workers and master: latency, bandwidth, and an optional shared link.
+"""The network between workers and master: dispatch, latency, bandwidth, and an optional shared link.
 
 A message of b bytes ready at time r arrives at r + latency + b / bandwidth. With
 ``shared_link`` the master's ingress is one FIFO link: messages queue in order
@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import Field
 
 from gcbench.models._config import Config, Seconds
+from gcbench.models.distributions import Distribution
 
 
 class Network(Config):
@@ -23,6 +24,9 @@ class Network(Config):
     shared_link: bool = False
     # the event engine's model of the shared link: a chain of calendar events (fast), or a simpy.Resource
     link_model: Literal["events", "resource"] = "events"
+    # seconds from the master's sending a job to its worker starting it (one draw per job; null: none). The
+    # simulator models it; a real cluster takes its own (real mode never sleeps it).
+    dispatch: Distribution | None = None
 
     def arrivals(self, ready: np.ndarray, message_bytes: int) -> np.ndarray:
         """Arrival times at the master of messages ready at ``ready`` (inf: never sent).

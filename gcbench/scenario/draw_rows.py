@@ -31,6 +31,8 @@ class DrawnRows:
         self.drawn: list[RunDraws] = []
         self.busy, self.crash = Rows(self, "busy", lists=True), Rows(self, "crash", lists=True)
         self.straggling, self.injected = Rows(self, "straggling"), Rows(self, "injected")
+        self.dispatch = Rows(self, "dispatch", lists=True) if scenario.network.dispatch is not None else None
+        self.between = None  # the master's time between iterations: synchronous runs only (their draws are whole)
 
     @property
     def rows_drawn(self) -> int:
@@ -43,8 +45,9 @@ class DrawnRows:
         while self.blocks.drawn <= row:
             block = self.blocks.next(min(self.block_rows, self.iterations - self.blocks.drawn))
             self.drawn.append(block)
-            for rows in (self.busy, self.crash, self.straggling, self.injected):
-                rows.add(getattr(block, rows.field))
+            for rows in (self.busy, self.crash, self.straggling, self.injected, self.dispatch):
+                if rows is not None:
+                    rows.add(getattr(block, rows.field))
 
 
 class Rows:

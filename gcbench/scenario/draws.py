@@ -28,6 +28,8 @@ class RunDraws:
     busy: np.ndarray  # (iterations, n) seconds from starting a job to its message being ready
     crash: np.ndarray  # (iterations, n) bool: crashes if it works in that iteration (row)
     overhead: np.ndarray  # (iterations, n) seconds of compute.overhead (zeros without one), part of injected
+    dispatch: np.ndarray | None = None  # (iterations, n) seconds from a job's submission to its start (None: 0)
+    between: np.ndarray | None = None  # (iterations,) the master's seconds after each iteration (None: 0)
 
 
 class DrawBlocks:
@@ -35,9 +37,10 @@ class DrawBlocks:
 
     def __init__(self, scenario: Scenario, scheme: Scheme, seed: int) -> None:
         self.scenario, self.drawn = scenario, 0  # rows drawn so far
-        # spawned children depend only on their index, so a fourth (fifth) stream leaves the others as they were
-        streams = map(np.random.default_rng, np.random.SeedSequence(seed).spawn(5))
-        self.compute, self.straggling, self.failures, self.overhead, self.warmup = streams
+        # spawned children depend only on their index, so a new stream leaves the others as they were
+        streams = map(np.random.default_rng, np.random.SeedSequence(seed).spawn(7))
+        self.compute, self.straggling, self.failures, self.overhead, self.warmup, self.dispatch, self.master = streams
+        self.timings = _Timings(scenario, self.dispatch, self.master)
         self.loads = np.array([scheme.step_load(w) for w in range(scenario.workers)], dtype=float)
         held = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)], dtype=float)
         self.warmup_loads = held - self.loads if scheme.pipelined else None  # what step 0 computes besides
@@ -56,8 +59,9 @@ class DrawBlocks:
             injected = injected + overhead
         busy = work + injected
         crash = scenario.failures.crashes(self.failures, busy)
+        dispatch, between = self.timings.rows(first, rows)
         self.drawn, self.mask = first + rows, mask[-1] if rows else self.mask
-        return RunDraws(self.loads, mask, injected, busy, crash, overhead)
+        return RunDraws(self.loads, mask, injected, busy, crash, overhead, dispatch, between)
 
     def _warmup_times(self) -> np.ndarray:
         """A pipelined scheme's step 0 fills each worker's cache: the other held partitions' compute times, from
@@ -79,6 +83,33 @@ class DrawBlocks:
             work = compute_times(compute, self.compute, iterations, self.loads)
             self.whole = work, overhead_times(compute, self.overhead, iterations, n)
         return self.whole[0][first : first + rows], self.whole[1][first : first + rows]
+
+
+class _Timings:
+    """The modelled times around the compute: ``network.dispatch`` per job (row, worker) and
+    ``master.between_iterations`` per row, each from a stream of its own; None where the scenario models none.
+    A distribution that is not ``blockwise`` (a mixture) is drawn for every row at once and sliced."""
+
+    def __init__(self, scenario: Scenario, dispatch: np.random.Generator, master: np.random.Generator) -> None:
+        self.iterations, self.n = scenario.iterations, scenario.workers
+        self.models = (scenario.network.dispatch, scenario.master.between_iterations)
+        self.streams = (dispatch, master)
+        self.whole: list[np.ndarray | None] = [None, None]
+
+    def rows(self, first: int, rows: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+        dispatch = self._rows(0, (rows, self.n), first)
+        between = self._rows(1, (rows,), first)
+        return dispatch, between
+
+    def _rows(self, which: int, shape: tuple[int, ...], first: int) -> np.ndarray | None:
+        model = self.models[which]
+        if model is None:
+            return None
+        if getattr(model, "blockwise", True):
+            return np.asarray(model.sample(self.streams[which], shape), dtype=float)
+        if self.whole[which] is None:
+            self.whole[which] = np.asarray(model.sample(self.streams[which], (self.iterations, *shape[1:])), float)
+        return self.whole[which][first : first + shape[0]]
 
 
 def draw_run(scenario: Scenario, scheme: Scheme, seed: int) -> RunDraws:

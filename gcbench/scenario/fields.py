@@ -56,6 +56,17 @@ class Compute(Config):
         return self
 
 
+class Master(Config):
+    """The master's own time between iterations, as the simulator models it (a real master takes its own).
+
+    ``between_iterations``: seconds from an iteration's stop to the next one's start (abandoning the
+    stragglers, decoding, the optimiser's step, publishing the weights), one draw per iteration of a
+    synchronous policy; null: none. Asynchronous policies model none (their updates overlap the workers' jobs).
+    """
+
+    between_iterations: Distribution | None = None
+
+
 class Variant(Config):
     """One thing to compare: a scheme with its parameters, and an aggregation policy.
 
@@ -141,6 +152,7 @@ class ScenarioFields(Config):
     straggling: Straggling = NoStraggling()
     failures: Failures = NoFailures()
     network: Network = Network()
+    master: Master = Master()
     stale_work: Literal["abandon", "finish"] = "abandon"
     engine: Literal["auto", "event", "vectorised"] = "auto"  # auto: vectorised for synchronous policies
     variants: list[Variant] = Field(min_length=1)

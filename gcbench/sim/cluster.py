@@ -137,6 +137,9 @@ class SimPyCluster(Cluster):
         self.env = simpy.Environment()
         self.n = scenario.workers
         self.busy = by_row(draws.busy)  # plain lists: scalar access per job is several times faster than numpy
+        # network.dispatch per job (None: a job starts as it is sent); master.between_iterations per iteration
+        self.dispatch = None if draws.dispatch is None else by_row(draws.dispatch)
+        self.between = draws.between
         self.downtime = getattr(scenario.failures, "downtime", None)
         network = scenario.network
         self.latency = network.latency
@@ -179,7 +182,8 @@ class SimPyCluster(Cluster):
     def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
         env = self.env
         now = env.now
-        begin = max(now, self.free_at[worker], self.down_until[worker])
+        sent = now if self.dispatch is None else now + self.dispatch[row][worker]
+        begin = max(sent, self.free_at[worker], self.down_until[worker])
         handle = Job(worker, job, row, now, crash)
         if worker in self._dead:
             return handle  # crashed for good: the job never runs, and nothing waits for it
@@ -217,6 +221,15 @@ class SimPyCluster(Cluster):
                 result = _part(handle, now + delay, begin, begin + work, index)
                 self.env.timeout(delay, result).callbacks.append(self._queue)
 
+    def between_iterations(self, t: int) -> None:
+        """The master's modelled time after iteration t - 1 passes (``master.between_iterations``): work in
+        flight meanwhile (late results, failures, restarts) is queued for ``next_event``, with its times."""
+        if self.between is None or t == 0:
+            return
+        gap = float(self.between[t - 1])
+        if gap > 0:
+            self.env.run(until=self.env.now + gap)
+
     def seconds(self, worker: int, row: int) -> float:
         """How long a job computes: the run's draw (a subclass may change it, e.g. from a SimPy process)."""
         return self.busy[row][worker]
@@ -235,8 +248,20 @@ class SimPyCluster(Cluster):
     def _reach_in(self, delay: float, worker: int, value) -> None:
         """Reach the link after ``delay``: messages reaching it at one instant queue in worker order, as in
         the fast path's stable sort (a timeout would order them by when their jobs were submitted)."""
-        reach = self._reach_job_link if self.link is None else self.link.reach
-        Due(self.env, delay, 2 + worker, value, reach)
+        Due(self.env, delay, 2 + worker, value, self._reach_link)
+
+    def _reach_link(self, event: Due) -> None:
+        """A message reaches the link: queued for its transfer, unless its job was abandoned before it began
+        (still being dispatched): it never ran and sends nothing, so ``_queue_result`` drops it at once."""
+        job, begin, ready, message = event._value
+        abandoned = self.abandoned.get(job)
+        if abandoned is not None and begin > abandoned:
+            now = self.env._now
+            self._queue_result(
+                Result(job, now, begin, ready) if message is None else _part(job, now, begin, ready, message)
+            )
+            return
+        (self._reach_job_link if self.link is None else self.link.reach)(event)
 
     def _schedule(self, delay: float, value: Failure | Restart) -> None:
         """A failure or restart due after ``delay``: own work the cluster counts (``timers``)."""

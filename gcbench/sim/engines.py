@@ -23,7 +23,8 @@ def engine_for(scenario: Scenario, variant: Variant) -> EngineName:
     scenario trains: only the event engine computes gradients; never for a pipelined scheme: only the event
     engine's master keeps the workers' cache ages its staleness is; never for a scheme whose workers send several
     messages: only the event engine sends each as it is ready; never when late work shares the link with the next
-    iteration's messages: the fast path gives each iteration a link of its own)."""
+    iteration's messages: the fast path gives each iteration a link of its own; never when a recovered worker's
+    late jobs wait for the master's time between iterations)."""
     if scenario.engine == "event":
         return "event"
     if scenario.training.in_simulator:
@@ -53,6 +54,14 @@ def engine_for(scenario: Scenario, variant: Variant) -> EngineName:
                 "use engine: auto or event, or stale_work: abandon."
             )
         return "event"
+    if variant.policy.synchronous and restarts_wait_for_the_master(scenario):
+        if scenario.engine == "vectorised":
+            raise GcbenchError(
+                "engine: vectorised sends a recovered worker's unfinished jobs as it is back, and with "
+                "master.between_iterations, stale_work: finish and failures the master sends them only once its "
+                "time between iterations is over; use engine: auto or event."
+            )
+        return "event"
     if variant.policy.synchronous:
         return "vectorised"
     if scenario.engine == "vectorised":
@@ -68,6 +77,13 @@ def late_work_shares_the_link(scenario: Scenario) -> bool:
     iteration's late messages and the next iteration's (gcbench/sim/cluster.py)."""
     network = scenario.network
     return network.shared_link and network.bandwidth is not None and scenario.stale_work == "finish"
+
+
+def restarts_wait_for_the_master(scenario: Scenario) -> bool:
+    """Stale work that finishes, failures, and modelled master time: a worker back from a crash while the master
+    is busy between iterations gets its pending jobs once the master is done (the event engine's master)."""
+    failures = scenario.failures.model != "none"
+    return scenario.master.between_iterations is not None and scenario.stale_work == "finish" and failures
 
 
 def simulate_with(engine: EngineName, scenario: Scenario, variant: Variant, scheme: Scheme, seed: int) -> RunRecorder:

@@ -62,6 +62,10 @@ class _Run:
                  worker_times: bool = True):  # fmt: skip
         self.rec, self.scenario, self.variant, self.scheme = rec, scenario, variant, scheme
         self.busy, self.crash, self.worker_times = draws.busy, draws.crash, worker_times
+        # network.dispatch: jobs start that long after the iteration does (None: at once), so their messages are
+        # ready ``lead`` after it; master.between_iterations: the master's time after each iteration (None: none)
+        self.dispatch, self.between = draws.dispatch, draws.between
+        self.lead = draws.busy if draws.dispatch is None else draws.dispatch + draws.busy
         self.crashes = scenario.failures.model != "none"  # (without a failure model, no row to look for crashes in)
         self.size = message_bytes(scenario, scheme)
         self.downtime = getattr(scenario.failures, "downtime", None)
@@ -90,10 +94,20 @@ class _Run:
         outcomes = [self.variant.policy.stop_times(self._arrivals(first, end), self.scheme) for first, end in blocks]
         stop = np.concatenate([outcome.stop for outcome in outcomes])
         _check_progress(stop, self.variant, self.scheme, a, lambda row: ((), self._answered(a + row)))  # all up
-        ends = origin + np.cumsum(stop)
+        if self.between is None:
+            ends = origin + np.cumsum(stop)
+            rec.start[a] = origin
+            rec.start[a + 1 : b] = ends[:-1]
+            after = float(ends[-1])
+        else:  # iteration t+1 starts the master's time between_iterations[t] after t stops
+            steps = np.empty(2 * (b - a))
+            steps[0::2], steps[1::2] = stop, self.between[a:b]
+            times = origin + np.cumsum(steps)
+            ends = times[0::2]
+            rec.start[a] = origin
+            rec.start[a + 1 : b] = times[1:-1:2]
+            after = float(times[-1])
         rec.duration[a:b], rec.end[a:b] = stop, ends
-        rec.start[a] = origin
-        rec.start[a + 1 : b] = ends[:-1]
         for (first, end), outcome in zip(blocks, outcomes, strict=True):
             rec.reason[first:end] = outcome.reason
         for first, end in blocks:
@@ -103,26 +117,37 @@ class _Run:
                 start = rec.start[first:end, None]
                 compute_start, compute_end, arrival = rec.times(first, end)
                 # (out=: written straight into the tables, with no temporary to allocate and copy)
-                compute_start[:] = start
-                np.add(start, self.busy[first:end], out=compute_end)
+                if self.dispatch is None:
+                    compute_start[:] = start
+                else:  # (the event engine's sums: a job starts at start + dispatch, is ready its busy time later)
+                    np.add(start, self.dispatch[first:end], out=compute_start)
+                np.add(compute_start, self.busy[first:end], out=compute_end)
                 np.add(start, arrivals, out=arrival)
+                if self.dispatch is not None:  # a job still on its way at the stop is abandoned before it began
+                    never = compute_start > rec.end[first:end, None]
+                    for times in (compute_start, compute_end, arrival):
+                        times[never] = np.nan
             rec.rows_done(end)
-        return float(ends[-1])
+        return after
 
     def _arrivals(self, first: int, end: int) -> np.ndarray:
-        return self.scenario.network.arrivals(self.busy[first:end], self.size)
+        return self.scenario.network.arrivals(self.lead[first:end], self.size)
 
     def _answered(self, t: int) -> int:
         return int(np.isfinite(self._arrivals(t, t + 1)).sum())
 
     def _step(self, t: int, now: float, down_until: np.ndarray, free_at: np.ndarray):
         rec = self.rec
-        first = np.maximum(np.maximum(now, free_at), down_until)
+        # the master sends a worker's job now, or once it is back from a crash; it starts a dispatch later
+        dispatch = 0.0 if self.dispatch is None else self.dispatch[t]
+        sent = np.maximum(now, down_until)
+        first = np.maximum(sent + dispatch if self.dispatch is not None else sent, free_at)
         crashed = np.isfinite(first) & self.crash[t]
         recover = first + (np.inf if self.downtime is None else self.downtime)
         previous_down = down_until
         down_until = np.where(crashed, recover, down_until)
-        begin = np.where(crashed, recover, first)  # a recovered worker redoes this iteration
+        # a recovered worker redoes this iteration, sent again as it is back
+        begin = np.where(crashed, recover + dispatch if self.dispatch is not None else recover, first)
         ready = begin + self.busy[t]
         arrivals = self.scenario.network.arrivals(ready - now, self.size)
         outcome = self.variant.policy.stop_times(arrivals[None, :], self.scheme)
@@ -131,7 +156,7 @@ class _Run:
         stop = float(outcome.stop[0])
         if self.scenario.stale_work == "abandon":
             begin, ready, arrivals, crashed, down_until = self._not_started(
-                now, stop, first, begin, ready, arrivals, crashed, down_until, previous_down
+                now, stop, sent, begin, ready, arrivals, crashed, down_until, previous_down
             )
         rec.start[t], rec.end[t], rec.duration[t] = now, now + stop, stop
         if self.worker_times:
@@ -143,18 +168,22 @@ class _Run:
         rec.reason[t] = outcome.reason[0]
         rec.rows_done(t + 1)
         now += stop
+        if self.between is not None:
+            now += self.between[t]
         finishing = self.scenario.stale_work == "finish" and np.isfinite(ready)
         free_at = np.where(finishing & ~rec.used[t], ready, now)
         return now, down_until, free_at
 
-    def _not_started(self, now, stop, first, begin, ready, arrivals, crashed, down_until, previous_down):
-        """Abandoned work that had not begun by the stop never runs: no times, and a crash it would draw never happens.
+    def _not_started(self, now, stop, sent, begin, ready, arrivals, crashed, down_until, previous_down):
+        """Abandoned work that had not begun by the stop never runs: no times. A job the master never sent (its
+        worker down past the stop) draws no crash either; one sent but still on its way (``network.dispatch``)
+        reached its worker, and a crash drawn for it stands (the event engine's: a job crashes as it arrives).
 
         A worker still down when the master moves on starts the next iteration's
         job when it is back, not this one's (the event engine's semantics).
         """
         end = now + stop
-        unstarted = np.isfinite(first) & (first > end)
+        unstarted = np.isfinite(sent) & (sent > end)
         never = unstarted | (np.isfinite(begin) & (begin > end))
         if not never.any():
             return begin, ready, arrivals, crashed, down_until
