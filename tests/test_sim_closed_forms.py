@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from scipy import stats
 
@@ -154,3 +155,19 @@ def simulate(sc):
 
     variant = sc.variants[0]
     return simulate_with(engine_for(sc, variant), sc, variant, scheme_for(sc, variant), 0)
+
+
+@pytest.mark.parametrize("engine", ["vectorised", "event"])
+@pytest.mark.parametrize("s", [1, 2])
+def test_a_fixed_part_is_added_once_per_job_whatever_its_load(engine, s):
+    """CR's load is s + 1: with per-partition c and a fixed f, every job takes f + (s + 1) c (wait_all)."""
+    c, f = 0.1, 0.04
+    compute = {**DETERMINISTIC, "fixed": {"distribution": "deterministic", "value": f}, "speeds": [1.0, 1, 1, 1, 1, 2]}
+    sc = scenario(
+        workers=6, iterations=4, compute=compute, engine=engine,
+        variants=[{"scheme": "cr", "s": s, "policy": "wait_all"}],
+    )  # fmt: skip
+    rec = simulate(sc)
+    busy = rec.compute_end - rec.compute_start
+    assert busy[:, :5] == pytest.approx(np.full((4, 5), f + (s + 1) * c), rel=1e-12)
+    assert busy[:, 5] == pytest.approx(np.full(4, (f + (s + 1) * c) / 2), rel=1e-12)  # the speed scales it too

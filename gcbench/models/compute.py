@@ -42,6 +42,14 @@ def _scaled(times: np.ndarray, loads: np.ndarray) -> np.ndarray:
     return times * loads
 
 
+def fixed_times(compute, rng: np.random.Generator, iterations: int, n: int) -> np.ndarray | None:
+    """Seconds of ``compute.fixed`` per iteration and worker, divided by the speeds (None without one)."""
+    if compute.fixed is None:
+        return None
+    times = np.asarray(compute.fixed.sample(rng, (iterations, n)), dtype=float)
+    return times if compute.speeds is None else times / np.asarray(compute.speeds)
+
+
 def overhead_times(compute, rng: np.random.Generator, iterations: int, n: int) -> np.ndarray:
     """Seconds of ``compute.overhead`` per iteration and worker (zeros without one): not scaled by load or speed."""
     if compute.overhead is None:
@@ -53,4 +61,5 @@ def blockwise(compute) -> bool:
     """Whether compute times and overhead drawn a block of rows at a time, from one generator, are the rows of
     one draw of them all (every distribution but a mixture, which draws its choices for the whole size first)."""
     overhead = compute.overhead is None or compute.overhead.blockwise
-    return overhead and (compute.trace is not None or compute.per_partition.blockwise)
+    fixed = compute.fixed is None or compute.fixed.blockwise
+    return overhead and fixed and (compute.trace is not None or compute.per_partition.blockwise)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gcbench.coding import Scheme
-from gcbench.models.compute import blockwise, compute_times, overhead_times
+from gcbench.models.compute import blockwise, compute_times, fixed_times, overhead_times
 from gcbench.scenario.schema import DTYPE_BYTES, Scenario
 
 
@@ -38,8 +38,9 @@ class DrawBlocks:
     def __init__(self, scenario: Scenario, scheme: Scheme, seed: int) -> None:
         self.scenario, self.drawn = scenario, 0  # rows drawn so far
         # spawned children depend only on their index, so a new stream leaves the others as they were
-        streams = map(np.random.default_rng, np.random.SeedSequence(seed).spawn(7))
-        self.compute, self.straggling, self.failures, self.overhead, self.warmup, self.dispatch, self.master = streams
+        streams = map(np.random.default_rng, np.random.SeedSequence(seed).spawn(8))
+        self.compute, self.straggling, self.failures, self.overhead, self.warmup, *timing = streams
+        self.dispatch, self.master, self.fixed = timing
         self.timings = _Timings(scenario, self.dispatch, self.master)
         self.loads = np.array([scheme.step_load(w) for w in range(scenario.workers)], dtype=float)
         held = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)], dtype=float)
@@ -76,13 +77,18 @@ class DrawBlocks:
         (the first time) and sliced, since a mixture's samples depend on how many it draws together."""
         compute, n = self.scenario.compute, self.scenario.workers
         if blockwise(compute):
-            work = compute_times(compute, self.compute, rows, self.loads, first)
+            work = self._with_fixed(compute_times(compute, self.compute, rows, self.loads, first), rows)
             return work, overhead_times(compute, self.overhead, rows, n)
         if self.whole is None:
             iterations = self.scenario.iterations
-            work = compute_times(compute, self.compute, iterations, self.loads)
+            work = self._with_fixed(compute_times(compute, self.compute, iterations, self.loads), iterations)
             self.whole = work, overhead_times(compute, self.overhead, iterations, n)
         return self.whole[0][first : first + rows], self.whole[1][first : first + rows]
+
+    def _with_fixed(self, work: np.ndarray, rows: int) -> np.ndarray:
+        """The compute times plus ``compute.fixed``'s draws (from a stream of their own), where there is one."""
+        fixed = fixed_times(self.scenario.compute, self.fixed, rows, self.scenario.workers)
+        return work if fixed is None else work + fixed
 
 
 class _Timings:

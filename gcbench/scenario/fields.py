@@ -41,6 +41,9 @@ class Compute(Config):
     one draw per worker and iteration that neither the load nor the speed
     scales (Tandon et al.'s second model, T = l·Δ + E); it is modelled time, so
     real mode sleeps it, and the workers table counts it in ``injected_delay``.
+    ``fixed`` adds one draw per worker and iteration that the load does not scale
+    but the speed (and straggling's slowdown) does: compute a real worker does
+    anyway, so real mode measures it and never sleeps it.
     """
 
     per_partition: Distribution | None = None
@@ -48,6 +51,9 @@ class Compute(Config):
     load: Literal["scale", "sum"] = "scale"
     speeds: list[Annotated[float, Field(ge=1e-6, le=1e6)]] | None = None
     overhead: Distribution | None = None
+    # seconds of every job that its load does not scale but its speed does (loading the weights, encoding): part of
+    # the compute a real worker measures, so real mode never sleeps it (unlike overhead); gcbench calibrate fits it
+    fixed: Distribution | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> Compute:
