@@ -35,6 +35,9 @@ MAY_IMPORT = {
     "sim": _BELOW_MASTER | {"cluster", "master", "training"},  # never real
     "real": _BELOW_MASTER | {"cluster", "master", "training"},  # never sim
     "plot": {"errors", "stops", "results"},  # reads results files only: no engine, no scheme, no policy
+    # the bridge from real to simulated: reads real runs' results, simulates the calibrated scenario, draws its
+    # report in plotting's style; never a real backend
+    "twin": _BELOW_MASTER | {"cluster", "master", "training", "sim", "plot"},
 }
 CLI = "cli"  # gcbench/cli/ (and __main__): thin, it may call any layer, and no layer calls it
 CLI_PACKAGE = PACKAGE / "cli"

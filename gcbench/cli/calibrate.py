@@ -1,0 +1,105 @@
+"""`gcbench calibrate`: fit a scenario to real runs, write it, and say how well it follows them (gcbench/twin)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gcbench.cli.console import say, user_errors, wide_console
+from gcbench.errors import GcbenchError
+
+
+@user_errors
+def calibrate(
+    runs: Annotated[list[Path], typer.Argument(help="Results directories of real runs of one cluster.")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the calibrated scenario (YAML).")],
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Also write a report (Markdown and figures) to this directory.")
+    ] = None,
+    predict: Annotated[
+        list[Path] | None,
+        typer.Option("--predict", help="A real run to predict with the calibrated scenario (repeatable)."),
+    ] = None,
+    variants: Annotated[
+        str | None, typer.Option("--variants", help="Fit only these variants' iterations: labels, comma-separated.")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
+) -> None:
+    """Fit a scenario to real runs: dispatch, compute, upload and the master's time, each part fitted and judged."""
+    from gcbench.twin.calibrate import calibrate as fit_runs
+    from gcbench.twin.calibrate import scenario_yaml
+    from gcbench.twin.evaluate import compare, ranking, replay
+    from gcbench.twin.measured import read_measured
+
+    if out.exists() and (out.is_dir() or not force):
+        raise GcbenchError(f"-o {out}: exists already; add --force to overwrite it, or choose another path.")
+    measured = [read_measured(path) for path in runs]
+    chosen = _variants(variants, measured)
+    targets = [read_measured(path) for path in predict or []]
+    calibration = fit_runs(measured, chosen)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(scenario_yaml(calibration))
+    console = wide_console()
+    _print_fits(calibration, console)
+    legs = {}
+    for run in measured:
+        legs[f"replay: {run.path}"] = replay(run)
+        legs[f"fitted: {run.path}"] = compare(calibration.scenario, run)
+    for run in targets:
+        legs[f"predicted: {run.path}"] = compare(calibration.scenario, run)
+    for title, table in legs.items():
+        _print_leg(title, table, ranking(table), console)
+    for note in calibration.notes:
+        say(console, f"note: {note}")
+    if report is not None:
+        from gcbench.twin.report import write_report
+
+        for path in write_report(calibration, legs, report):
+            say(console, f"wrote {path}")
+    say(console, f"calibrated scenario: {out} (gcbench simulate {out})")
+
+
+def _variants(text: str | None, runs) -> list[str] | None:
+    if text is None:
+        return None
+    chosen = [label.strip() for label in text.split(",") if label.strip()]
+    known = {label for run in runs for label in run.variants}
+    unknown = [label for label in chosen if label not in known]
+    if unknown or not chosen:
+        given = ", ".join(unknown) or "none given"
+        raise GcbenchError(f"--variants: {given} not among the runs' variants ({', '.join(sorted(known))}).")
+    return chosen
+
+
+def _print_fits(calibration, console) -> None:
+    from rich.table import Table
+
+    table = Table(title="fitted parts")
+    for heading in ("part", "distribution", "samples", "censored", "order-stat. error", "KS", "mean (s)"):
+        table.add_column(heading, justify="left" if heading in ("part", "distribution") else "right")
+    for part, fit in calibration.fits.items():
+        table.add_row(part, fit.distribution["distribution"], str(fit.samples), str(fit.censored),
+                      f"{fit.score:.3f}", f"{fit.ks:.3f}", f"{fit.mean:.4g}")  # fmt: skip
+    console.print(table)
+    fixed = f"{calibration.fixed:.4g} s" if calibration.fixed else "none"
+    speeds = ", ".join(f"{s:.3f}" for s in calibration.speeds) if calibration.speeds else "none"
+    say(console, f"compute.fixed: {fixed}; speeds: {speeds}; latency (mean upload): "
+        f"{calibration.scenario.network.latency:.4g} s")  # fmt: skip
+
+
+def _print_leg(title: str, table, ranking, console) -> None:
+    from rich.table import Table
+
+    grid = Table(title=title)
+    for heading in ("variant", "measured mean", "95% CI", "simulated mean", "error", "p50 error", "p99 error"):
+        grid.add_column(heading, justify="left" if heading == "variant" else "right")
+    for row in table.itertuples():
+        grid.add_row(row.variant, f"{row.measured_mean:.4f}", f"[{row.ci_low:.4f}, {row.ci_high:.4f}]",
+                     f"{row.simulated_mean:.4f}", f"{row.error_mean:+.1%}", f"{row.error_p50:+.1%}",
+                     f"{row.error_p99:+.1%}")  # fmt: skip
+    console.print(grid)
+    tau, kept = ranking
+    if len(table) > 1:
+        say(console, f"Kendall's tau {tau:.2f}; ranking {'kept' if kept else 'NOT kept'} where the 95% CIs are apart")

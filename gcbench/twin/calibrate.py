@@ -1,0 +1,184 @@
+"""Fit a scenario to real runs (docs/calibration.md): decompose their iterations, fit each part, and write the
+runs' scenario with the fitted compute, dispatch, upload and master time in place of its hand-written ones.
+
+The compute model: a job of load L on worker w takes (F + L X) / speed_w, with F a fixed part (``compute.fixed``:
+loading the weights, encoding) and X the per-partition time (``compute.per_partition``, ``load: scale``). F and
+the mean of X come from a least-squares line through each load's median work (Kaplan-Meier's where jobs were
+cut short); with one load in the runs F cannot be told from X and is 0. Workers get speed factors where their
+per-partition times differ beyond noise (Kruskal-Wallis, p < 0.001, and medians more than 5% apart).
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+
+import numpy as np
+import yaml
+from scipy import stats
+
+from gcbench.errors import GcbenchError
+from gcbench.scenario.schema import Scenario
+from gcbench.twin.decompose import Parts, decompose
+from gcbench.twin.fit import Fit, fit_part, measured_quantiles
+from gcbench.twin.measured import MeasuredRun
+
+SPEED_P_VALUE, SPEED_SPREAD = 1e-3, 0.05
+
+
+@dataclass
+class Calibration:
+    """The calibrated scenario, the fits behind it, and what the runs could not explain."""
+
+    scenario: Scenario
+    fits: dict[str, Fit]  # per_partition, dispatch, between
+    fixed: float  # seconds of compute.fixed (0: none)
+    speeds: list[float] | None
+    speed_test: float  # Kruskal-Wallis p-value across workers (NaN: not testable)
+    upload: np.ndarray  # the measured uploads (the scenario keeps their mean as network.latency)
+    parts: Parts
+    sources: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None) -> Calibration:
+    """The runs' scenario, calibrated to their measurements (every variant's, or only ``variants``')."""
+    base = runs[0].scenario
+    for run in runs[1:]:
+        if run.scenario.workers != base.workers:
+            raise GcbenchError(
+                f"{run.path}: has {run.scenario.workers} workers and {runs[0].path} {base.workers}; calibrate "
+                "runs of one cluster together."
+            )
+    parts = _pooled([decompose(run, variants) for run in runs])
+    n, notes = base.workers, []
+    speeds, p_value = _speeds(parts, n)
+    work = parts.work if speeds is None else parts.work * np.asarray(speeds)[parts.workers]
+    fixed, note = _fixed(work, parts.loads, parts.censored)
+    notes.append(note)
+    per_partition = (work - fixed) / parts.loads
+    source = ", ".join(str(run.path) for run in runs)
+    fits = {
+        "per_partition": fit_part(per_partition, parts.censored, n, what="the per-partition compute"),
+        "dispatch": fit_part(parts.dispatch, None, n, what="the dispatch"),
+        "between": fit_part(parts.between, None, 1, what="the master's time between iterations"),
+    }
+    if len(parts.upload) == 0:
+        raise GcbenchError(f"{source}: no message reached the master, so the upload cannot be measured.")
+    scenario = _calibrated(base, fits, fixed, speeds, float(np.mean(parts.upload)))
+    if parts.unexplained:
+        notes.append("not explained: " + "; ".join(f"{count} {reason}" for reason, count in parts.unexplained.items()))
+    return Calibration(scenario, fits, fixed, speeds, p_value, parts.upload, parts, [str(r.path) for r in runs], notes)
+
+
+def _pooled(all_parts: list[Parts]) -> Parts:
+    if len(all_parts) == 1:
+        return all_parts[0]
+    pooled = {name: np.concatenate([getattr(p, name) for p in all_parts]) for name in (
+        "dispatch", "work", "loads", "censored", "workers", "iterations", "upload", "between")}  # fmt: skip
+    unexplained: dict[str, int] = {}
+    for p in all_parts:
+        for reason, count in p.unexplained.items():
+            unexplained[reason] = unexplained.get(reason, 0) + count
+    return Parts(**pooled, unexplained=unexplained)
+
+
+def _speeds(parts: Parts, n: int) -> tuple[list[float] | None, float]:
+    """Per-worker speed factors where workers differ beyond noise, else None; and the test's p-value."""
+    complete = ~parts.censored
+    per = parts.work[complete] / parts.loads[complete]
+    groups = [per[parts.workers[complete] == w] for w in range(n)]
+    if n < 2 or min(len(g) for g in groups) < 5:
+        return None, float("nan")
+    p_value = float(stats.kruskal(*groups).pvalue)
+    medians = np.array([np.median(g) for g in groups])
+    if p_value < SPEED_P_VALUE and medians.max() / medians.min() > 1 + SPEED_SPREAD:
+        return [float(v) for v in np.median(per) / medians], p_value  # speed w: its times are divided by it
+    return None, p_value
+
+
+def _fixed(work: np.ndarray, loads: np.ndarray, censored: np.ndarray) -> tuple[float, str]:
+    """Seconds of compute every job takes whatever its load: the intercept of the line through each load's median
+    work (none with one load, or a line through zero)."""
+    levels = np.unique(loads)
+    if len(levels) < 2:
+        return (
+            0.0,
+            f"every job had load {levels[0]:g}: the compute's fixed part cannot be told from its per-partition part",
+        )
+    medians = np.array([measured_quantiles(work[loads == L], censored[loads == L], np.array([0.5]))[0] for L in levels])
+    weights = np.array([np.count_nonzero(loads == L) for L in levels], dtype=float)
+    known = np.isfinite(medians)
+    slope, intercept = np.polyfit(levels[known], medians[known], 1, w=np.sqrt(weights[known]))
+    line = ", ".join(f"load {L:g}: {m:.4g} s" for L, m in zip(levels, medians, strict=True))
+    if intercept <= 0 or slope <= 0:
+        return 0.0, f"median work per job ({line}) grows in proportion to the load: no fixed part"
+    return float(intercept), f"median work per job ({line}): fixed {intercept:.4g} s + {slope:.4g} s per partition"
+
+
+def _calibrated(base: Scenario, fits: dict[str, Fit], fixed: float, speeds, latency: float) -> Scenario:
+    data = base.model_dump(mode="json", exclude_none=False)
+    compute = {"per_partition": fits["per_partition"].distribution, "load": "scale"}
+    if fixed > 0:
+        compute["fixed"] = {"distribution": "deterministic", "value": fixed}
+    if speeds is not None:
+        compute["speeds"] = speeds
+    if base.compute.overhead is not None:  # injected, and slept in the run: the scenario's, as it was
+        compute["overhead"] = data["compute"]["overhead"]
+    data["compute"] = compute
+    network = {"latency": latency, "dispatch": fits["dispatch"].distribution}
+    if base.network.shared_link or base.network.bandwidth is not None:
+        network["bandwidth"] = None  # the measured upload is the whole transfer
+    data["network"] = network
+    data["master"] = {"between_iterations": fits["between"].distribution}
+    data["name"] = base.name if base.name.endswith("-calibrated") else f"{base.name}-calibrated"
+    return Scenario.model_validate(_without_nulls(data))
+
+
+def _without_nulls(value):
+    """A model dump without the nulls that stand for defaults (the file then reads as a user would write it)."""
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
+
+
+def scenario_yaml(calibration: Calibration) -> str:
+    """The calibrated scenario as a YAML file, each fitted field with a comment on its fit and its source."""
+    from gcbench import __version__
+
+    c, source = calibration, ", ".join(calibration.sources)
+    data = _without_nulls(c.scenario.model_dump(mode="json"))
+    for section, defaults in (("failures", {"model": "none"}), ("straggling", {"model": "none"})):
+        if data.get(section) == defaults:
+            data.pop(section)
+    stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    head = [
+        f"# Calibrated by gcbench {__version__} on {stamp} from {source}",
+        f"# ({c.parts.jobs} jobs, {len(c.parts.between)} gaps between iterations).",
+        "# Change the variants (or --set) to ask what another scheme or policy would do on this cluster.",
+    ]
+    comments = {
+        "compute": [
+            c.fits["per_partition"].comment("per_partition", source),
+            *c.notes[:1],
+            "speeds: " + (
+                f"per-worker factors, workers differ (Kruskal-Wallis p = {c.speed_test:.2g})" if c.speeds
+                else f"none, workers do not differ beyond noise (Kruskal-Wallis p = {c.speed_test:.2g})"
+            ),
+        ],
+        "network": [
+            c.fits["dispatch"].comment("dispatch", source),
+            f"latency: the mean upload (compute end to arrival) of {len(c.upload)} messages; "
+            f"p50 {np.median(c.upload):.4g} s, p99 {np.quantile(c.upload, 0.99):.4g} s",
+        ],
+        "master": [c.fits["between"].comment("between_iterations", source)],
+    }  # fmt: skip
+    lines = [*head, *(f"# {note}" for note in c.notes[1:])]
+    for key, value in data.items():
+        for comment in comments.get(key, []):
+            lines.append(f"# {comment}")
+        flow = None if isinstance(value, dict | list) else False  # (a scalar as `key: value`, not `{key: value}`)
+        lines.append(yaml.safe_dump({key: value}, sort_keys=False, default_flow_style=flow, width=120).rstrip())
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,107 @@
+"""A real run's iterations decomposed into what the simulator models (docs/calibration.md, "Decompose"):
+
+- dispatch: a job's iteration start -> its ``compute_start`` (jobs sent as their iteration started);
+- work: ``compute_end - compute_start - injected_delay``, the compute the worker measured, by the job's load;
+  a job the master's stop cut short (it had not sent its message by then, nor slept any injected delay, which
+  follows the compute) only says its work was at least that: it is right-censored there, never read as a
+  finished job's time (the simulator's tables give such a job its whole time: nothing is censored there);
+- upload: ``compute_end -> arrival`` of the jobs whose message reached the master;
+- between: one iteration's ``end`` -> the next one's ``start``, the master's own time.
+
+Whatever the parts cannot explain is counted, never silently absorbed: rows whose times contradict each other
+(a job that started before its iteration, a negative part).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from gcbench.twin.measured import MeasuredRun
+
+TOLERANCE = 1e-6  # seconds: clock readings this far apart are the same instant
+
+
+@dataclass
+class Parts:
+    """The measured parts of one or more variants' iterations, pooled."""
+
+    dispatch: np.ndarray
+    work: np.ndarray  # seconds of measured compute per job
+    loads: np.ndarray  # partitions of each job
+    censored: np.ndarray  # bool per job: cut short by the stop (work is a lower bound)
+    workers: np.ndarray  # worker of each job
+    iterations: np.ndarray  # global iteration index of each job (for autocorrelation)
+    upload: np.ndarray
+    between: np.ndarray
+    unexplained: dict[str, int] = field(default_factory=dict)  # what the parts cannot explain: rows per reason
+
+    @property
+    def jobs(self) -> int:
+        return len(self.work)
+
+
+def decompose(run: MeasuredRun, variants: list[str] | None = None) -> Parts:
+    """The parts of the given variants' iterations (default: all of the run's), pooled."""
+    chosen = run.variants if variants is None else variants
+    rows = run.workers[run.workers["variant"].isin(chosen)]
+    iterations = run.iterations[run.iterations["variant"].isin(chosen)]
+    return _parts(rows, iterations, run.scenario.stale_work, run.cut_short)
+
+
+def _parts(rows: pd.DataFrame, iterations: pd.DataFrame, stale_work: str, cut_short: bool) -> Parts:
+    unexplained: dict[str, int] = {}
+    started = rows[~rows["failed"] & np.isfinite(rows["compute_start"]) & np.isfinite(rows["compute_end"])]
+    early = started["compute_start"] < started["start"] - TOLERANCE
+    _count(unexplained, "jobs that started before their iteration did", early)
+    started = started[~early]
+    if stale_work == "finish":  # a job queued behind its worker's late work waited for it, not for its dispatch
+        started = started[~_queued(started)]
+    work = (started["compute_end"] - started["compute_start"] - started["injected_delay"]).to_numpy()
+    negative = work <= 0
+    _count(unexplained, "jobs whose injected delay exceeds their measured time", negative)
+    started, work = started[~negative], work[~negative]
+    sent = started["arrival"].notna() & (started["arrival"] <= started["end"] + TOLERANCE)
+    # a job that had not sent its message by the stop was cut short there (abandon) or finished later: either way
+    # the part of its time before it stopped is all that is certain
+    # (one that slept any injected delay had finished computing: the sleep comes after the compute)
+    censored = (~sent & ~started["used"] & (started["injected_delay"] <= 0)).to_numpy() & cut_short
+    finished = started[sent.to_numpy()]
+    upload = (finished["arrival"] - finished["compute_end"]).to_numpy()
+    _count(unexplained, "messages that arrived before they were ready", upload < -TOLERANCE)
+    dispatch = (started["compute_start"] - started["start"]).to_numpy()
+    return Parts(
+        dispatch=np.maximum(dispatch, 0.0),
+        work=work,
+        loads=started["partitions"].to_numpy(dtype=float),
+        censored=censored,
+        workers=started["worker"].to_numpy(),
+        iterations=started["iteration"].to_numpy(),
+        upload=np.maximum(upload[upload >= -TOLERANCE], 0.0),
+        between=_between(iterations),
+        unexplained={reason: count for reason, count in unexplained.items() if count},
+    )
+
+
+def _count(unexplained: dict[str, int], reason: str, mask) -> None:
+    unexplained[reason] = unexplained.get(reason, 0) + int(np.count_nonzero(mask))
+
+
+def _queued(rows: pd.DataFrame) -> np.ndarray:
+    """Jobs whose worker was still busy with an earlier job when their iteration started."""
+    ordered = rows.sort_values(["variant", "point", "seed", "worker", "iteration"])
+    previous = ordered.groupby(["variant", "point", "seed", "worker"])["compute_end"].shift(1)
+    busy = (previous > ordered["start"] + TOLERANCE).reindex(rows.index)
+    return busy.to_numpy(dtype=bool)
+
+
+def _between(iterations: pd.DataFrame) -> np.ndarray:
+    """The master's time between consecutive iterations of each (variant, point, seed): ``end`` -> next ``start``."""
+    gaps = []
+    for _, run in iterations.sort_values("iteration").groupby(["variant", "point", "seed"], sort=False):
+        consecutive = np.diff(run["iteration"].to_numpy()) == 1
+        gap = run["start"].to_numpy()[1:] - run["end"].to_numpy()[:-1]
+        gaps.append(gap[consecutive & (gap >= -TOLERANCE)])
+    return np.maximum(np.concatenate(gaps), 0.0) if gaps else np.zeros(0)

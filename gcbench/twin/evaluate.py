@@ -1,0 +1,154 @@
+"""How well the simulator follows a real run (docs/calibration.md, "Judge"): per variant, the measured mean, p50
+and p99 iteration time (the mean with its 95% CI) against the simulated ones, with the errors, and Kendall's tau
+between the variants' simulated and measured means.
+
+- replay: the run's own measured arrival times (dispatch, compute, injected delay and upload, as they happened)
+  through the policy's stop rule, the one the simulator's engines run: it proves the engine follows the real
+  master's rules, whatever the fits;
+- fitted: the calibrated scenario simulated, against the run it was fitted to;
+- predicted: the calibrated scenario with another run's variants (and its workers and injected models), against
+  that run: calibrate from one run, predict another. With other workers or another batch size a partition holds
+  batch_size / workers samples: the per-partition compute is scaled by that ratio (the fixed part is not).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from gcbench.errors import GcbenchError
+from gcbench.results.summary import mean_confidence_interval
+from gcbench.scenario.build import scheme_for
+from gcbench.scenario.schema import Scenario
+from gcbench.twin.fit import scaled
+from gcbench.twin.measured import MeasuredRun
+
+SIMULATED_ITERATIONS = 5000  # per variant: the simulated mean's own error is then far below the measurement's
+COLUMNS = ["variant", "measured_mean", "ci_low", "ci_high", "measured_p50", "measured_p99", "simulated_mean",
+           "simulated_p50", "simulated_p99", "error_mean", "error_p50", "error_p99", "bias"]  # fmt: skip
+
+
+def replay(run: MeasuredRun) -> pd.DataFrame:
+    """Each variant's iterations again from their measured arrival times, through the policy's stop rule."""
+    rows = []
+    for label in run.variants:
+        variant = _variant(run.scenario, label)
+        scheme = scheme_for(run.scenario, variant)
+        measured = run.iterations[run.iterations["variant"] == label]
+        workers = run.workers[run.workers["variant"] == label]
+        stops = []
+        for _, group in workers.groupby(["point", "seed", "iteration"], sort=True):
+            arrivals = np.full(run.scenario.workers, np.inf)
+            arrived = group["arrival"].notna() & ~group["failed"]
+            arrivals[group["worker"].to_numpy()[arrived]] = (group["arrival"] - group["start"]).to_numpy()[arrived]
+            stops.append(float(variant.policy.stop_times(arrivals[None, :], scheme).stop[0]))
+        rows.append(_row(label, measured, np.asarray(stops)))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def compare(scenario: Scenario, run: MeasuredRun, iterations: int = SIMULATED_ITERATIONS) -> pd.DataFrame:
+    """The scenario simulated with the run's variants (and its workers and injected models) against the run."""
+    from gcbench.sim.engines import engine_for, simulate_with
+
+    scenario = for_run(scenario, run, iterations)
+    rows = []
+    for label in run.variants:
+        variant = _variant(scenario, label)
+        rec = simulate_with(engine_for(scenario, variant), scenario, variant, scheme_for(scenario, variant),
+                            scenario.seeds[0])  # fmt: skip
+        rows.append(_row(label, run.iterations[run.iterations["variant"] == label], rec.duration))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def for_run(calibrated: Scenario, run: MeasuredRun, iterations: int) -> Scenario:
+    """The calibrated cluster running the run's variants, workers and injected models (straggling, failures,
+    overhead, what happens to stale work): what was measured of the cluster stays, what the run chose is the run's."""
+    target = run.scenario
+    check_shape(calibrated, run)
+    compute = calibrated.compute.model_dump()
+    if target.workers != calibrated.workers:
+        compute["speeds"] = None  # per-worker speeds of other workers
+    # a partition holds batch_size / workers samples: its compute scales with them (the fixed part does not)
+    ratio = (target.training.batch_size / target.workers) / (calibrated.training.batch_size / calibrated.workers)
+    if ratio != 1:
+        compute["per_partition"] = scaled(compute["per_partition"], ratio)
+    compute["overhead"] = _dumped(target.compute.overhead)
+    update = {
+        "workers": target.workers,
+        "variants": target.variants,
+        "straggling": target.straggling,
+        "failures": target.failures,
+        "stale_work": target.stale_work,
+        "compute": compute,
+        "iterations": iterations,
+        "sweep": {},
+        "training": target.training.model_copy(update={"in_simulator": False}),
+    }
+    try:
+        return Scenario.model_validate({**calibrated.model_dump(), **{k: _dumped(v) for k, v in update.items()}})
+    except ValueError as error:
+        raise GcbenchError(f"{run.path}: its variants do not fit the calibrated cluster ({error}).") from None
+
+
+def check_shape(calibrated: Scenario, run: MeasuredRun) -> None:
+    """A run the calibrated cluster can predict trains the same model on the same data (the compute fitted is
+    that model's); its workers and batch size may differ."""
+    cal, target = calibrated.training, run.scenario.training
+    if (cal.model, cal.dataset) != (target.model, target.dataset) or calibrated.gradient != run.scenario.gradient:
+        raise GcbenchError(
+            f"{run.path}: trains {target.model} on {target.dataset} (gradient of {run.scenario.gradient.length}), "
+            f"and the calibration measured {cal.model} on {cal.dataset} (gradient of {calibrated.gradient.length}); "
+            "predict a run of the model and data set calibrated."
+        )
+
+
+def _dumped(value):
+    if isinstance(value, list):
+        return [_dumped(item) for item in value]
+    return value.model_dump() if hasattr(value, "model_dump") else value
+
+
+def ranking(table: pd.DataFrame) -> tuple[float, bool]:
+    """Kendall's tau between simulated and measured means, and whether the ranking is kept wherever the measured
+    means differ by more than their 95% CIs (pairs whose intervals overlap may go either way)."""
+    if len(table) < 2:
+        return float("nan"), True
+    tau = float(stats.kendalltau(table["simulated_mean"], table["measured_mean"]).statistic)
+    kept = True
+    rows = table.to_dict("records")
+    for i, a in enumerate(rows):
+        for b in rows[i + 1 :]:
+            apart = a["ci_high"] < b["ci_low"] or b["ci_high"] < a["ci_low"]
+            if apart and np.sign(a["measured_mean"] - b["measured_mean"]) != np.sign(
+                a["simulated_mean"] - b["simulated_mean"]
+            ):
+                kept = False
+    return tau, kept
+
+
+def _variant(scenario: Scenario, label: str):
+    for variant in scenario.variants:
+        if variant.display_label() == label:
+            return variant
+    raise GcbenchError(f"variant '{label}' of the run is not in its scenario.")
+
+
+def _row(label: str, measured: pd.DataFrame, simulated: np.ndarray) -> dict:
+    durations = measured["duration"].to_numpy()
+    low, high = mean_confidence_interval(measured)
+    row = {
+        "variant": label,
+        "measured_mean": durations.mean(),
+        "ci_low": low,
+        "ci_high": high,
+        "measured_p50": np.quantile(durations, 0.5),
+        "measured_p99": np.quantile(durations, 0.99),
+        "simulated_mean": simulated.mean(),
+        "simulated_p50": np.quantile(simulated, 0.5),
+        "simulated_p99": np.quantile(simulated, 0.99),
+    }
+    for what in ("mean", "p50", "p99"):
+        row[f"error_{what}"] = row[f"simulated_{what}"] / row[f"measured_{what}"] - 1.0
+    row["bias"] = row["simulated_mean"] - row["measured_mean"]
+    return row

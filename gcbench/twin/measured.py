@@ -1,0 +1,83 @@
+"""A real run's tables, read and checked for calibration: its scenario, and per variant its iterations and its
+workers' rows joined to their iteration's start and end."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from gcbench.errors import GcbenchError
+from gcbench.results.store import read_results
+from gcbench.scenario.schema import Scenario
+
+MIN_ITERATIONS = 10  # per run: fewer finished iterations cannot be fitted (nor their order statistics judged)
+NEEDED = {
+    "iterations": ("variant", "seed", "point", "iteration", "start", "end", "duration", "policy", "scheme", "s"),
+    "workers": ("variant", "seed", "point", "iteration", "worker", "partitions", "compute_start", "compute_end",
+                "injected_delay", "arrival", "used", "straggling", "failed"),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    """One real run: where it is, its scenario as run, its iterations, and its workers' rows (with ``start`` and
+    ``end``, their iteration's)."""
+
+    path: Path
+    scenario: Scenario
+    iterations: pd.DataFrame
+    workers: pd.DataFrame
+    backend: str
+    # a job the master stopped waiting for ends where its worker stopped (a real worker is told to stop), so its
+    # work is a lower bound; False for the simulator's tables, which give such a job the times it would have had
+    cut_short: bool = True
+
+    @property
+    def variants(self) -> list[str]:
+        return list(dict.fromkeys(self.iterations["variant"]))
+
+
+def read_measured(path: Path) -> MeasuredRun:
+    """The run in ``path``, refused in one sentence when it is not a real run that calibration can read."""
+    path = Path(path)
+    if not path.is_dir():
+        raise GcbenchError(f"{path}: no such results directory.")
+    try:
+        iterations, workers, meta = read_results(path)
+    except (OSError, ValueError) as error:  # a damaged Parquet file or run.json
+        raise GcbenchError(f"{path}: cannot read its results ({error.__class__.__name__}: {error}).") from None
+    if not meta:
+        raise GcbenchError(f"{path}: has no run.json, so its scenario is unknown; calibrate a run gcbench wrote.")
+    if meta.get("mode") != "real":
+        raise GcbenchError(
+            f"{path}: is a {meta.get('mode', 'unknown')} run, not a real one; calibrate from a run of "
+            "`gcbench run --real` (a simulation only measures its own scenario)."
+        )
+    if workers is None:
+        raise GcbenchError(f"{path}: has no workers.parquet; calibration needs every worker's times.")
+    for table, frame in (("iterations", iterations), ("workers", workers)):
+        missing = [column for column in NEEDED[table] if column not in frame.columns]
+        if missing:
+            raise GcbenchError(f"{path}: its {table} table lacks the columns {', '.join(missing)}.")
+    try:
+        scenario = Scenario.model_validate(meta["scenario"])
+    except (KeyError, ValueError) as error:
+        raise GcbenchError(f"{path}: run.json's scenario is not one gcbench can read ({error}).") from None
+    return measured_run(path, scenario, iterations, workers, str(meta.get("backend", "?")))
+
+
+def measured_run(path: Path, scenario: Scenario, iterations: pd.DataFrame, workers: pd.DataFrame,
+                 backend: str, cut_short: bool = True) -> MeasuredRun:  # fmt: skip
+    """A run's tables joined for calibration (the simulator's tables too: tests calibrate from known scenarios)."""
+    finished = iterations[iterations["end"].notna()]
+    if finished.empty:
+        raise GcbenchError(f"{path}: no iteration finished, so there is nothing to calibrate from.")
+    if len(finished) < MIN_ITERATIONS:
+        raise GcbenchError(
+            f"{path}: only {len(finished)} iterations finished; calibration needs at least {MIN_ITERATIONS}."
+        )
+    keys = ["variant", "point", "seed", "iteration"]
+    joined = workers.merge(finished[[*keys, "start", "end"]], on=keys, how="inner")
+    return MeasuredRun(path, scenario, finished.reset_index(drop=True), joined, backend, cut_short)

@@ -1,0 +1,291 @@
+"""gcbench calibrate: the decomposition, the fits and the legs against ground truth from the simulator (tables
+simulated from a known scenario are calibrated, and what made them is recovered), and the command's refusals."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from gcbench.cli import app
+from gcbench.errors import GcbenchError
+from gcbench.scenario.loading import SweepPoint
+from gcbench.scenario.schema import Scenario
+from gcbench.sim.tasks import Task, run_task
+from gcbench.twin.calibrate import calibrate, scenario_yaml
+from gcbench.twin.decompose import decompose
+from gcbench.twin.evaluate import compare, ranking, replay
+from gcbench.twin.fit import fit_part, fitted, scaled
+from gcbench.twin.measured import measured_run, read_measured
+
+PER_PARTITION = {"distribution": "shifted_exponential", "shift": 0.05, "rate": 20.0}
+FIXED, LATENCY = 0.03, 0.005
+DISPATCH = {"distribution": "exponential", "rate": 100.0}
+BETWEEN = {"distribution": "lognormal", "mu": -6.0, "sigma": 0.4}
+
+
+def known(iterations: int = 1500, **fields) -> Scenario:
+    """A cluster whose every modelled time is known: compute (fixed plus per partition), dispatch, upload, master."""
+    data = {
+        "name": "known",
+        "workers": 6,
+        "iterations": iterations,
+        "compute": {"per_partition": PER_PARTITION, "fixed": {"distribution": "deterministic", "value": FIXED}},
+        "straggling": {"model": "independent", "probability": 0.1, "delay": 0.3},
+        "network": {"latency": LATENCY, "dispatch": DISPATCH},
+        "master": {"between_iterations": BETWEEN},
+        "variants": [
+            {"label": "uncoded", "scheme": "uncoded", "policy": {"name": "wait_all"}},
+            {"label": "FR s=1", "scheme": "fr", "s": 1},
+        ],
+    }
+    return Scenario.model_validate({**data, **fields})
+
+
+def simulated_run(scenario: Scenario, seed: int = 0, path: Path = Path("simulated")):
+    """The scenario's tables, simulated, as calibration reads a real run's."""
+    frames = [
+        run_task(SweepPoint({}, scenario), 0, Task(0, index, seed), True) for index in range(len(scenario.variants))
+    ]
+    iterations = pd.concat([pd.DataFrame(f[0]) for f in frames], ignore_index=True)
+    workers = pd.concat([pd.DataFrame(f[1]) for f in frames], ignore_index=True)
+    return measured_run(path, scenario, iterations, workers, "simulated", cut_short=False)
+
+
+@pytest.fixture(scope="module")
+def truth():
+    scenario = known()
+    run = simulated_run(scenario)
+    return scenario, run, calibrate([run])
+
+
+def test_the_decomposition_gives_back_each_part_the_simulator_drew(truth):
+    scenario, run, _ = truth
+    parts = decompose(run)
+    assert parts.upload == pytest.approx(np.full(len(parts.upload), LATENCY), abs=1e-9)  # constant latency
+    assert parts.dispatch.mean() == pytest.approx(1 / DISPATCH["rate"], rel=0.05)
+    assert np.mean(np.log(parts.between)) == pytest.approx(BETWEEN["mu"], abs=0.03)
+    assert not parts.unexplained
+    complete = ~parts.censored
+    assert complete.all()  # the simulator gives a job the master stopped waiting for the time it would have had
+    # a complete job's work is the fixed part plus its load's per-partition draws (straggling's delay removed)
+    assert (parts.work[complete] >= FIXED + parts.loads[complete] * PER_PARTITION["shift"] - 1e-9).all()
+
+
+def test_every_fitted_parameter_is_recovered(truth):
+    """6 workers x 1500 iterations x 2 variants: the tolerances are about 4 standard errors of each estimate."""
+    _, _, calibration = truth
+    assert calibration.fixed == pytest.approx(FIXED, abs=0.006)
+    per_partition = calibration.fits["per_partition"].distribution
+    assert per_partition["distribution"] == "shifted_exponential"
+    assert per_partition["shift"] == pytest.approx(PER_PARTITION["shift"], abs=0.006)
+    assert per_partition["rate"] == pytest.approx(PER_PARTITION["rate"], rel=0.08)
+    dispatch = calibration.fits["dispatch"].distribution
+    assert dispatch["distribution"] in ("exponential", "shifted_exponential")
+    assert 1 / dispatch["rate"] + dispatch.get("shift", 0.0) == pytest.approx(1 / DISPATCH["rate"], rel=0.05)
+    between = calibration.fits["between"].distribution
+    assert between["distribution"] == "lognormal"
+    assert between["mu"] == pytest.approx(BETWEEN["mu"], abs=0.04)
+    assert between["sigma"] == pytest.approx(BETWEEN["sigma"], rel=0.08)
+    assert calibration.scenario.network.latency == pytest.approx(LATENCY, abs=1e-9)
+    assert calibration.speeds is None  # the workers are alike
+
+
+def test_replay_is_exact_on_simulated_tables(truth):
+    _, run, _ = truth
+    table = replay(run)
+    assert table["error_mean"].abs().max() < 1e-9
+    assert table["error_p99"].abs().max() < 1e-9
+
+
+def test_the_calibrated_scenario_predicts_the_run_and_another_seed(truth):
+    scenario, run, calibration = truth
+    for target in (run, simulated_run(scenario, seed=1)):
+        table = compare(calibration.scenario, target)
+        assert table["error_mean"].abs().max() < 0.02, table
+        assert table["error_p99"].abs().max() < 0.10, table
+        assert ranking(table) == (1.0, True)
+
+
+def test_a_prediction_of_other_variants_and_workers(truth):
+    """Calibrated on uncoded and FR with 6 workers; predicting CR and fastest-k on 8 (same batch per partition)."""
+    _, _, calibration = truth
+    variants = [
+        {"label": "CR s=2", "scheme": "cr", "s": 2},
+        {"label": "fastest 6", "scheme": "uncoded", "policy": {"name": "fastest_k", "k": 6}},
+        {"label": "deadline", "scheme": "cr", "s": 1,
+         "policy": {"name": "deadline", "deadline": 0.4, "fallback": "approximate"}},
+    ]  # fmt: skip
+    training = {"batch_size": 256 * 8 // 6}  # (a partition then holds as many samples as in the calibration)
+    other = known(workers=8, variants=variants, training=training, iterations=1500)
+    table = compare(calibration.scenario, simulated_run(other, seed=2))
+    assert table["error_mean"].abs().max() < 0.03, table
+
+
+def test_workers_of_different_speeds_get_speed_factors():
+    speeds = [1.0, 1.0, 1.0, 1.0, 1.5, 0.5]
+    scenario = known(iterations=600, compute={"per_partition": PER_PARTITION, "speeds": speeds})
+    calibration = calibrate([simulated_run(scenario)])
+    got = np.asarray(calibration.speeds)
+    assert got / got[:4].mean() == pytest.approx(speeds, rel=0.08)  # (relative to the others': a common scale)
+    assert calibration.fixed == 0.0 or calibration.fixed < 0.005  # none made these tables
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    shift=st.floats(0.01, 0.2),
+    mean_excess=st.floats(0.01, 0.2),
+    censor_at=st.floats(0.5, 0.95),
+)
+def test_censored_shifted_exponentials_are_recovered(shift, mean_excess, censor_at):
+    """Right-censoring at a quantile (the stop cutting slow jobs short) leaves the maximum-likelihood fit unbiased."""
+    rng = np.random.default_rng(7)
+    x = shift + rng.exponential(mean_excess, 4000)
+    cut = np.quantile(x, censor_at)
+    fit = fitted("shifted_exponential", np.minimum(x, cut), x > cut)
+    assert fit["shift"] == pytest.approx(shift, abs=mean_excess * 0.01)
+    assert 1 / fit["rate"] == pytest.approx(mean_excess, rel=0.08)
+
+
+@pytest.mark.parametrize(
+    "distribution",
+    [
+        {"distribution": "exponential", "rate": 4.0},
+        {"distribution": "shifted_exponential", "shift": 0.1, "rate": 3.0},
+        {"distribution": "lognormal", "mu": -1.0, "sigma": 0.5},
+        {"distribution": "weibull", "shape": 1.5, "scale": 0.2},
+        {"distribution": "empirical", "samples": [0.1, 0.2, 0.4]},
+    ],
+)
+def test_scaling_a_distribution_scales_its_draws(distribution):
+    from gcbench.twin.fit import frozen
+
+    p = np.array([0.1, 0.5, 0.9])
+    assert frozen(scaled(distribution, 2.5)).ppf(p) == pytest.approx(2.5 * np.asarray(frozen(distribution).ppf(p)))
+
+
+def test_the_fit_is_judged_at_the_order_statistics_and_picks_the_family_that_made_the_data():
+    rng = np.random.default_rng(3)
+    lognormal = rng.lognormal(-2.0, 0.6, 3000)
+    assert fit_part(lognormal, n=8).distribution["distribution"] == "lognormal"
+    weibull = 0.3 * rng.weibull(2.5, 3000)
+    assert fit_part(weibull, n=8).distribution["distribution"] == "weibull"
+    with pytest.raises(GcbenchError, match="too few measurements of the dispatch"):
+        fit_part(np.array([0.1, 0.2]), what="the dispatch")
+
+
+def test_the_written_scenario_loads_and_says_where_each_fit_came_from(truth, tmp_path):
+    _, _, calibration = truth
+    path = tmp_path / "calibrated.yaml"
+    path.write_text(scenario_yaml(calibration))
+    text = path.read_text()
+    assert "# per_partition: shifted_exponential fitted to" in text and "# dispatch:" in text
+    assert "# between_iterations:" in text and "# latency: the mean upload" in text
+    result = CliRunner().invoke(app, ["simulate", str(path), "--check"])
+    assert result.exit_code == 0, result.output
+
+
+# -- the command ---------------------------------------------------------------------------------------------------
+
+
+def write_run(directory: Path, run, mode: str = "real") -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    keep = [c for c in run.iterations.columns]
+    run.iterations[keep].to_parquet(directory / "iterations.parquet", index=False)
+    workers = run.workers.drop(columns=["start", "end"])
+    workers.to_parquet(directory / "workers.parquet", index=False)
+    meta = {"mode": mode, "scenario": run.scenario.model_dump(mode="json"), "backend": "torch"}
+    (directory / "run.json").write_text(json.dumps(meta))
+    return directory
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    small = simulated_run(known(iterations=300))
+    return write_run(tmp_path_factory.mktemp("runs") / "real", small)
+
+
+def test_calibrate_writes_a_scenario_and_prints_every_leg(written, tmp_path):
+    out, report = tmp_path / "cal.yaml", tmp_path / "report"
+    args = ["calibrate", str(written), "-o", str(out), "--predict", str(written), "--report", str(report)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert out.is_file()
+    text = (report / "report.md").read_text()
+    for part in ("per_partition", "dispatch", "between"):
+        assert (report / f"{part}.png").stat().st_size > 0 and (report / f"{part}.pdf").is_file()
+        assert f"| {part} |" in text and f"![{part}]({part}.png)" in text
+    assert "## replay:" in text and "## fitted:" in text and "## predicted:" in text
+    for title in ("fitted parts", "replay:", "fitted:", "predicted:", "Kendall's tau"):
+        assert title in result.output
+    again = CliRunner().invoke(app, ["calibrate", str(written), "-o", str(out)])
+    assert again.exit_code == 2 and "exists already; add --force" in again.output
+
+
+def _damaged(written: Path, tmp_path: Path, how: str) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(written, run)
+    if how == "simulated":
+        meta = json.loads((run / "run.json").read_text())
+        (run / "run.json").write_text(json.dumps({**meta, "mode": "simulated"}))
+    elif how == "no workers":
+        (run / "workers.parquet").unlink()
+    elif how == "no run.json":
+        (run / "run.json").unlink()
+    elif how == "missing column":
+        frame = pd.read_parquet(run / "workers.parquet").drop(columns=["compute_start"])
+        frame.to_parquet(run / "workers.parquet", index=False)
+    elif how == "damaged parquet":
+        (run / "iterations.parquet").write_bytes(b"not parquet")
+    elif how == "few iterations":
+        frame = pd.read_parquet(run / "iterations.parquet")
+        frame[frame["iteration"] < 3].to_parquet(run / "iterations.parquet", index=False)
+    elif how == "none finished":
+        frame = pd.read_parquet(run / "iterations.parquet")
+        frame.assign(end=np.nan).to_parquet(run / "iterations.parquet", index=False)
+    return run
+
+
+@pytest.mark.parametrize(
+    "how,sentence",
+    [
+        ("simulated", "is a simulated run, not a real one"),
+        ("no workers", "has no workers.parquet"),
+        ("no run.json", "has no run.json"),
+        ("missing column", "its workers table lacks the columns compute_start"),
+        ("damaged parquet", "cannot read its results"),
+        ("few iterations", "only 6 iterations finished; calibration needs at least 10"),
+        ("none finished", "no iteration finished"),
+    ],
+)
+def test_bad_runs_are_refused_in_one_sentence(written, tmp_path, how, sentence):
+    run = _damaged(written, tmp_path, how)
+    result = CliRunner().invoke(app, ["calibrate", str(run), "-o", str(tmp_path / "c.yaml")])
+    assert result.exit_code == 2, result.output
+    assert sentence in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_missing_directory_and_a_prediction_of_another_model_are_refused(written, tmp_path):
+    result = CliRunner().invoke(app, ["calibrate", str(tmp_path / "nowhere"), "-o", str(tmp_path / "c.yaml")])
+    assert result.exit_code == 2 and "no such results directory" in result.output
+    other = simulated_run(known(iterations=40, training={"model": "resnet18"}))
+    other_dir = write_run(tmp_path / "other", other)
+    args = ["calibrate", str(written), "-o", str(tmp_path / "c.yaml"), "--predict", str(other_dir)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "trains resnet18 on cifar10" in result.output and "predict a run of the model and data set" in result.output
+    bad = CliRunner().invoke(app, ["calibrate", str(written), "-o", str(tmp_path / "d.yaml"), "--variants", "CR"])
+    assert bad.exit_code == 2 and "--variants: CR not among the runs' variants" in bad.output
+
+
+def test_read_measured_reads_what_write_run_wrote(written):
+    run = read_measured(written)
+    assert run.variants == ["uncoded", "FR s=1"] and run.backend == "torch"
