@@ -408,3 +408,21 @@ def test_the_readme_links_shipped_figures_and_they_carry_the_names_plot_gives():
     names = {f"{stem}-{spec.name}" for stem in stems for spec in FIGURES} | {"cifar10-sim-vs-cifar10-real"}
     shipped = {path.stem for path in (ROOT / "figures").glob("*.png")}
     assert shipped <= names, shipped - names
+
+
+def test_a_calibrated_simulation_is_called_so_beside_the_real_run(real_run, sim_run, tmp_path, monkeypatch):
+    """A simulation of a scenario gcbench calibrate wrote (its ``calibrated_from``) is "calibrated simulation" in
+    the side-by-side figure; any other stays "simulated"."""
+    from gcbench.plot.make import draw_runs
+
+    sim, real = load_run(sim_run), load_run(real_run)
+    drawn = []
+    original = figures.sim_vs_real
+    monkeypatch.setattr(figures, "sim_vs_real", lambda *args: drawn.append(original(*args)) or drawn[-1])
+    draw_runs([sim, real], tmp_path / "plain", ("png",), None)
+    sim.metadata["scenario"]["calibrated_from"] = [str(real_run)]
+    draw_runs([sim, real], tmp_path / "calibrated", ("png",), None)
+    plain, calibrated = drawn
+    assert plain.get_suptitle().startswith("simulated: ")
+    assert calibrated.get_suptitle().startswith("calibrated simulation: ")
+    assert calibrated.axes[0].get_title() == "distributions (solid: calibrated simulation, dashed: measured)"

@@ -15,12 +15,14 @@ MEASURED_DASHES = ("--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)))  # one per measured
 MEASURED_MARKERS = ("o", "s", "^", "D")
 
 
-def sim_vs_real(sim: pd.DataFrame, real: pd.DataFrame | dict[str, pd.DataFrame]) -> Figure | None:
+def sim_vs_real(sim: pd.DataFrame, real: pd.DataFrame | dict[str, pd.DataFrame],
+                simulated: str = "simulated") -> Figure | None:  # fmt: skip
     """6. Each variant the simulation and a measured run have: the distributions (left) and the means (right).
 
     ``real``: one measured run, or several by name (``{"ray": ..., "torch": ...}``: one scenario on two
     backends), drawn side by side, each with a dash and a marker of its own; a variant is drawn for each
-    measured run that has it."""
+    measured run that has it. ``simulated``: what the simulation is called ("calibrated simulation" for a
+    scenario gcbench calibrate wrote)."""
     measured = {"measured": real} if isinstance(real, pd.DataFrame) else dict(real)
     if len(measured) > len(MEASURED_DASHES):
         raise ValueError(f"at most {len(MEASURED_DASHES)} measured runs fit one figure, got {len(measured)}")
@@ -35,14 +37,14 @@ def sim_vs_real(sim: pd.DataFrame, real: pd.DataFrame | dict[str, pd.DataFrame])
     styles = variant_styles(pd.concat([sim, *measured.values()]))
     fig = Figure(figsize=(FULL_WIDTH, 3.4 if len(runs) == 1 else 3.8), layout="constrained")
     left, right = fig.subplots(1, 2)
-    counts = " · ".join([f"simulated: {_count(sim, common)}"] + [f"{r.name}: {r.count(common)}" for r in runs])
+    counts = " · ".join([f"{simulated}: {_count(sim, common)}"] + [f"{r.name}: {r.count(common)}" for r in runs])
     fig.suptitle(f"{counts} iterations per variant", fontsize=7)
     _distributions(left, sim, runs, common, styles)
-    said = f"solid: simulated, {runs[0].says()}" if len(runs) == 1 else "each run's line style in the legend"
+    said = f"solid: {simulated}, {runs[0].says()}" if len(runs) == 1 else "each run's line style in the legend"
     left.set_title(f"distributions ({said})", fontsize=7)
     handles = _means(right, sim, runs, common, styles)
     right.set_title("means (the legend gives the simulation's error)", fontsize=7)
-    kinds = [Line2D([], [], color="0.3", ls=ls, label=label) for ls, label in [("-", "simulated")] + [
+    kinds = [Line2D([], [], color="0.3", ls=ls, label=label) for ls, label in [("-", simulated)] + [
         (r.dash, r.name) for r in runs]]  # fmt: skip
     fig.legend(handles=[*handles, *kinds], loc="outside lower center", ncol=3 if len(runs) == 1 else 2,
                frameon=False, fontsize=6)  # fmt: skip

@@ -125,7 +125,9 @@ def draw_runs(runs: list[Run], out: Path, formats: tuple[str, ...], target: floa
                     caption = spec.caption_without_workers
                 written.append(_save(fig, out / f"{run.stem}-{spec.name}", formats, _caption(caption, run)))
     for sim, reals, rows in comparisons(runs):
-        fig = figures.sim_vs_real(rows, {name: real.iterations for name, real in reals.items()})
+        calibrated = sim.metadata.get("scenario", {}).get("calibrated_from")
+        named = "calibrated simulation" if calibrated else "simulated"
+        fig = figures.sim_vs_real(rows, {name: real.iterations for name, real in reals.items()}, named)
         if fig is not None:
             caption = SIM_VS_REAL
             for run in (sim, *reals.values()):

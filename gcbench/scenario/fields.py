@@ -164,6 +164,8 @@ class ScenarioFields(Config):
     variants: list[Variant] = Field(min_length=1)
     sweep: dict[str, list[Any]] = {}
     training: Training = Training()
+    # the real runs gcbench calibrate fitted this scenario to (gcbench plot calls its simulations calibrated)
+    calibrated_from: list[str] = []
 
     @field_validator("name")
     @classmethod

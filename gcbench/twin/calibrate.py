@@ -65,10 +65,11 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None) -> Cal
     }
     if len(parts.upload) == 0:
         raise GcbenchError(f"{source}: no message reached the master, so the upload cannot be measured.")
-    scenario = _calibrated(base, fits, fixed, speeds, float(np.mean(parts.upload)))
+    sources = [str(run.path) for run in runs]
+    scenario = _calibrated(base, fits, fixed, speeds, float(np.mean(parts.upload)), sources)
     if parts.unexplained:
         notes.append("not explained: " + "; ".join(f"{count} {reason}" for reason, count in parts.unexplained.items()))
-    return Calibration(scenario, fits, fixed, speeds, p_value, parts.upload, parts, [str(r.path) for r in runs], notes)
+    return Calibration(scenario, fits, fixed, speeds, p_value, parts.upload, parts, sources, notes)
 
 
 def _pooled(all_parts: list[Parts]) -> Parts:
@@ -116,7 +117,8 @@ def _fixed(work: np.ndarray, loads: np.ndarray, censored: np.ndarray) -> tuple[f
     return float(intercept), f"median work per job ({line}): fixed {intercept:.4g} s + {slope:.4g} s per partition"
 
 
-def _calibrated(base: Scenario, fits: dict[str, Fit], fixed: float, speeds, latency: float) -> Scenario:
+def _calibrated(base: Scenario, fits: dict[str, Fit], fixed: float, speeds, latency: float,
+                sources: list[str]) -> Scenario:  # fmt: skip
     data = base.model_dump(mode="json", exclude_none=False)
     compute = {"per_partition": fits["per_partition"].distribution, "load": "scale"}
     if fixed > 0:
@@ -131,7 +133,7 @@ def _calibrated(base: Scenario, fits: dict[str, Fit], fixed: float, speeds, late
         network["bandwidth"] = None  # the measured upload is the whole transfer
     data["network"] = network
     data["master"] = {"between_iterations": fits["between"].distribution}
-    data["name"] = base.name if base.name.endswith("-calibrated") else f"{base.name}-calibrated"
+    data["calibrated_from"] = sources  # (the name stays the runs': gcbench plot pairs a simulation with them by it)
     return Scenario.model_validate(_without_nulls(data))
 
 
