@@ -284,6 +284,11 @@ def test_a_missing_directory_and_a_prediction_of_another_model_are_refused(writt
     assert "trains resnet18 on cifar10" in result.output and "predict a run of the model and data set" in result.output
     bad = CliRunner().invoke(app, ["calibrate", str(written), "-o", str(tmp_path / "d.yaml"), "--variants", "CR"])
     assert bad.exit_code == 2 and "--variants: CR not among the runs' variants" in bad.output
+    untrained = CliRunner().invoke(app, ["calibrate", str(written), "-o", str(tmp_path / "e.yaml"), "--train"])
+    assert untrained.exit_code == 2 and "was never evaluated, so it has no time to an accuracy" in untrained.output
+    args = ["calibrate", str(written), "-o", str(tmp_path / "f.yaml"), "--train", "--target-accuracy", "1.5"]
+    target = CliRunner().invoke(app, args)
+    assert target.exit_code == 2 and "--target-accuracy must be in (0, 1], got 1.5" in target.output
 
 
 def test_read_measured_reads_what_write_run_wrote(written):

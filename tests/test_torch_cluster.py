@@ -469,3 +469,34 @@ def test_a_spawn_racing_the_zygote_s_exit_says_so_in_one_sentence():
     with pytest.raises(RuntimeError, match="^the torch zygote process has exited, so no worker can start$"):
         zygote.spawn("gcbench.real.torch.worker", [], timeout=5)
     zygote.close()
+
+
+@pytest.mark.slow
+def test_a_torch_run_calibrates_and_its_twin_follows_it(exact_runs, tmp_path):
+    """Run (the module's torch run), calibrate, simulate, compare: the replay of the run's own times is exact (the
+    engine follows the real master), the calibrated scenario passes --check, and with 4 iterations a variant the
+    fitted twin's mean over every iteration is within 25% of the measured one (the measurement's own noise at 4
+    iterations; benchmarks/calibration.py measures the twin on long runs). The DDP baseline has no master: skipped.
+    With --train the twin also trains in the simulator and its time to the target accuracy is compared."""
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
+    from gcbench.twin.calibrate import calibrate
+    from gcbench.twin.evaluate import compare, replay
+    from gcbench.twin.measured import read_measured
+
+    trained(exact_runs)
+    real = exact_runs.folder / "real"
+    out = tmp_path / "calibrated.yaml"
+    result = CliRunner().invoke(app, ["calibrate", str(real), "-o", str(out), "--train"])
+    assert result.exit_code == 0, result.output
+    assert "skipped uncoded/allreduce (no master ran it" in result.output
+    assert "time to accuracy:" in result.output  # trained in the simulator: its time to 90% of the best accuracy
+    assert CliRunner().invoke(app, ["simulate", str(out), "--check"]).exit_code == 0
+    run = read_measured(real)
+    assert replay(run)["error_mean"].abs().max() < 1e-6
+    table = compare(calibrate([run]).scenario, run)
+    assert len(table) == VARIANTS - 1
+    weights = run.iterations.groupby("variant").size()[table["variant"]].to_numpy()
+    pooled = np.average(table["simulated_mean"], weights=weights) / np.average(table["measured_mean"], weights=weights)
+    assert abs(pooled - 1) < 0.25, table

@@ -25,6 +25,16 @@ def calibrate(
     variants: Annotated[
         str | None, typer.Option("--variants", help="Fit only these variants' iterations: labels, comma-separated.")
     ] = None,
+    train: Annotated[
+        bool,
+        typer.Option("--train", help="Also train in the simulator and compare the time to --target-accuracy."),
+    ] = False,
+    target_accuracy: Annotated[
+        float | None,
+        typer.Option(
+            "--target-accuracy", help="With --train: the accuracy to time (default: 90% of the best reached)."
+        ),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
 ) -> None:
     """Fit a scenario to real runs: dispatch, compute, upload and the master's time, each part fitted and judged."""
@@ -33,6 +43,8 @@ def calibrate(
     from gcbench.twin.evaluate import compare, ranking, replay
     from gcbench.twin.measured import read_measured
 
+    if target_accuracy is not None and not 0 < target_accuracy <= 1:
+        raise GcbenchError(f"--target-accuracy must be in (0, 1], got {target_accuracy}.")
     if out.exists() and (out.is_dir() or not force):
         raise GcbenchError(f"-o {out}: exists already; add --force to overwrite it, or choose another path.")
     measured = [read_measured(path) for path in runs]
@@ -51,6 +63,13 @@ def calibrate(
         legs[f"predicted: {run.path}"] = compare(calibration.scenario, run)
     for title, table in legs.items():
         _print_leg(title, table, ranking(table), console)
+    if train:
+        from gcbench.twin.evaluate import time_to_accuracy
+
+        for run in [*measured, *targets]:
+            table = time_to_accuracy(calibration.scenario, run, target_accuracy)
+            legs[f"time to accuracy: {run.path}"] = table
+            _print_accuracy(f"time to accuracy: {run.path}", table, console)
     for note in calibration.notes:
         say(console, f"note: {note}")
     if report is not None:
@@ -103,3 +122,15 @@ def _print_leg(title: str, table, ranking, console) -> None:
     tau, kept = ranking
     if len(table) > 1:
         say(console, f"Kendall's tau {tau:.2f}; ranking {'kept' if kept else 'NOT kept'} where the 95% CIs are apart")
+
+
+def _print_accuracy(title: str, table, console) -> None:
+    from rich.table import Table
+
+    grid = Table(title=title)
+    for heading in ("variant", "target", "measured (s)", "simulated (s)", "error"):
+        grid.add_column(heading, justify="left" if heading == "variant" else "right")
+    for row in table.itertuples():
+        grid.add_row(row.variant, f"{row.target:.1%}", f"{row.measured_seconds:.2f}", f"{row.simulated_seconds:.2f}",
+                     f"{row.error:+.1%}")  # fmt: skip
+    console.print(grid)

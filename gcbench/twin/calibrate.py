@@ -67,6 +67,11 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None) -> Cal
         raise GcbenchError(f"{source}: no message reached the master, so the upload cannot be measured.")
     sources = [str(run.path) for run in runs]
     scenario = _calibrated(base, fits, fixed, speeds, float(np.mean(parts.upload)), sources)
+    for run in runs:
+        if run.unmodelled:
+            notes.append(
+                f"{run.path}: skipped {', '.join(run.unmodelled)} (no master ran it: the simulator models none)"
+            )
     if parts.unexplained:
         notes.append("not explained: " + "; ".join(f"{count} {reason}" for reason, count in parts.unexplained.items()))
     return Calibration(scenario, fits, fixed, speeds, p_value, parts.upload, parts, sources, notes)

@@ -45,7 +45,7 @@ class Parts:
 
 def decompose(run: MeasuredRun, variants: list[str] | None = None) -> Parts:
     """The parts of the given variants' iterations (default: all of the run's), pooled."""
-    chosen = run.variants if variants is None else variants
+    chosen = run.variants if variants is None else [label for label in variants if label in run.variants]
     rows = run.workers[run.workers["variant"].isin(chosen)]
     iterations = run.iterations[run.iterations["variant"].isin(chosen)]
     return _parts(rows, iterations, run.scenario.stale_work, run.cut_short)

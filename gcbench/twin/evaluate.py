@@ -152,3 +152,37 @@ def _row(label: str, measured: pd.DataFrame, simulated: np.ndarray) -> dict:
         row[f"error_{what}"] = row[f"simulated_{what}"] / row[f"measured_{what}"] - 1.0
     row["bias"] = row["simulated_mean"] - row["measured_mean"]
     return row
+
+
+TTA_COLUMNS = ["variant", "target", "measured_seconds", "simulated_seconds", "error"]
+
+
+def time_to_accuracy(calibrated: Scenario, run: MeasuredRun, target: float | None = None) -> pd.DataFrame:
+    """The calibrated scenario trained in the simulator with the run's variants, iterations and seed, against the
+    run: per variant, the seconds to the first evaluation reaching ``target`` (default: 90% of the best accuracy
+    the run reached), measured and simulated, and the error. A variant that never reached it has NaN there."""
+    from gcbench.sim.training import simulate_training
+
+    measured = run.iterations
+    if "accuracy" not in measured.columns or not measured["accuracy"].notna().any():
+        raise GcbenchError(f"{run.path}: was never evaluated, so it has no time to an accuracy to compare.")
+    target = 0.9 * float(measured["accuracy"].max()) if target is None else target
+    iterations = int(measured.groupby("variant")["iteration"].max().max()) + 1
+    scenario = for_run(calibrated, run, iterations)
+    scenario = scenario.model_copy(update={"training": run.scenario.training.model_copy(update={"in_simulator": True})})
+    seed = int(measured["seed"].iloc[0])
+    rows = []
+    for label in run.variants:
+        variant = _variant(scenario, label)
+        rec = simulate_training(scenario, variant, scheme_for(scenario, variant), seed)
+        simulated = _first_end(rec.end, rec.accuracy, target)
+        frame = measured[(measured["variant"] == label) & (measured["seed"] == seed)].sort_values("iteration")
+        real = _first_end(frame["end"].to_numpy(), frame["accuracy"].to_numpy(), target)
+        rows.append({"variant": label, "target": target, "measured_seconds": real, "simulated_seconds": simulated,
+                     "error": simulated / real - 1.0 if real > 0 else np.nan})  # fmt: skip
+    return pd.DataFrame(rows, columns=TTA_COLUMNS)
+
+
+def _first_end(end: np.ndarray, accuracy: np.ndarray, target: float) -> float:
+    reached = np.flatnonzero(np.nan_to_num(accuracy, nan=-1.0) >= target)
+    return float(end[reached[0]]) if reached.size else np.nan

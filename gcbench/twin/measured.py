@@ -36,7 +36,14 @@ class MeasuredRun:
 
     @property
     def variants(self) -> list[str]:
-        return list(dict.fromkeys(self.iterations["variant"]))
+        """The labels of the variants a master ran (the simulator models them), in the run's order."""
+        modelled = {v.display_label() for v in self.scenario.variants if v.policy.needs_master}
+        return [label for label in dict.fromkeys(self.iterations["variant"]) if label in modelled]
+
+    @property
+    def unmodelled(self) -> list[str]:
+        """Variants no master ran (the DDP baseline): the simulator does not model them, calibration skips them."""
+        return [label for label in dict.fromkeys(self.iterations["variant"]) if label not in self.variants]
 
 
 def read_measured(path: Path) -> MeasuredRun:
@@ -80,4 +87,7 @@ def measured_run(path: Path, scenario: Scenario, iterations: pd.DataFrame, worke
         )
     keys = ["variant", "point", "seed", "iteration"]
     joined = workers.merge(finished[[*keys, "start", "end"]], on=keys, how="inner")
-    return MeasuredRun(path, scenario, finished.reset_index(drop=True), joined, backend, cut_short)
+    run = MeasuredRun(path, scenario, finished.reset_index(drop=True), joined, backend, cut_short)
+    if not run.variants:
+        raise GcbenchError(f"{path}: no master ran its variants ({', '.join(run.unmodelled)}): nothing to calibrate.")
+    return run

@@ -59,6 +59,9 @@ def write_report(calibration: Calibration, legs: dict[str, pd.DataFrame], out: P
     ]
     lines += [f"- {note}" for note in calibration.notes] + [""]  # fmt: skip
     for title, table in legs.items():
+        if "target" in table.columns:  # time to accuracy
+            lines += [f"## {title}", "", _accuracy_markdown(table), ""]
+            continue
         lines += [f"## {title}", "", _markdown(table), ""]
         tau, kept = ranking(table)
         if len(table) > 1:
@@ -102,4 +105,12 @@ def _markdown(table: pd.DataFrame) -> str:
         rows.append(f"| {r.variant} | {r.measured_mean:.4f} | [{r.ci_low:.4f}, {r.ci_high:.4f}] | "
                     f"{r.simulated_mean:.4f} | {r.error_mean:+.1%} | {r.bias:+.4f} | {r.error_p50:+.1%} | "
                     f"{r.error_p99:+.1%} |")  # fmt: skip
+    return "\n".join(rows)
+
+
+def _accuracy_markdown(table: pd.DataFrame) -> str:
+    rows = ["| variant | target | measured (s) | simulated (s) | error |", "|---|---|---|---|---|"]
+    for r in table.itertuples():
+        rows.append(f"| {r.variant} | {r.target:.1%} | {r.measured_seconds:.2f} | {r.simulated_seconds:.2f} | "
+                    f"{r.error:+.1%} |")  # fmt: skip
     return "\n".join(rows)
