@@ -1,0 +1,159 @@
+"""The twin's accuracy: calibrate from a real run of uncoded and FR only, predict a separate real run of CR,
+cyclic-MDS, fastest-k and a deadline policy; and the time `gcbench calibrate` takes on 100,000 worker rows.
+
+Per (backend, scenario): a calibration run (uncoded and FR s=1) and a prediction run (the scenario's other
+variants, CR s=1 and cyclic-MDS s=1 among them, plus fastest-k and a deadline policy), each with ``--seeds``
+replications (each real variant several times, interleaved as `gcbench run` takes turns, so every measured mean
+has a 95% CI over seeds). Then the legs (docs/calibration.md): replay (each variant's mean within 1% of the
+measured), fitted, and predicted (mean within 5%, aim 2%; p99 within 10%; the ranking kept wherever measured means
+differ by more than their 95% CIs). The last line per (backend, scenario) says which targets held.
+
+The calibration time is reported against a reference measured in the same process: simulating the same rows.
+
+    python benchmarks/calibration.py [--backend torch|ray|both] [--scenario scenarios/cifar10.yaml ...]
+        [--iterations 150] [--seeds 0,1] [--data-dir ../shared/data/cifar10-jpeg.tar.gz] [--out DIR]
+        [--timing-only]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "cifar10-jpeg.tar.gz"
+CALIBRATE_FROM = ["uncoded", "FR s=1"]
+# held-out policies a prediction run adds where its scenario has none of their kind
+FASTEST_K = "{label: fastest 3, scheme: uncoded, policy: {name: fastest_k, k: 3, fallback: approximate}}"
+DEADLINE = "{label: deadline 0.3 s, scheme: cr, s: 1, policy: {name: deadline, deadline: 0.3, fallback: approximate}}"
+
+
+def real_run(scenario: Path, backend: str, out: Path, variants: list[str], args) -> Path:
+    """`gcbench run` of the scenario with these variants (YAML flow mappings) into ``out``."""
+    command = [sys.executable, "-m", "gcbench", "run", str(scenario), "--backend", backend, "--out", str(out),
+               "--iterations", str(args.iterations), "--seeds", args.seeds, "--force",
+               "--set", f"variants=[{', '.join(variants)}]"]  # fmt: skip
+    command += ["--data-dir", str(args.data_dir)] if args.data_dir else ["--dataset", "synthetic"]
+    print("+", " ".join(command), flush=True)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+def flow(variant) -> str:
+    """A variant as a YAML flow mapping (``--set variants=[...]``)."""
+    import yaml
+
+    data = {k: v for k, v in variant.model_dump(mode="json").items() if v is not None}
+    return yaml.safe_dump(data, default_flow_style=True, width=10_000).strip()
+
+
+def accuracy(scenario: Path, backend: str, args) -> list[str]:
+    from gcbench.scenario import load_scenario
+    from gcbench.twin.calibrate import calibrate, scenario_yaml
+    from gcbench.twin.evaluate import compare, ranking, replay
+    from gcbench.twin.measured import read_measured
+
+    out = args.out / f"{scenario.stem}-{backend}"
+    variants = load_scenario(scenario)[0].scenario.variants
+    calibrating = [flow(v) for v in variants if v.display_label() in CALIBRATE_FROM]
+    held_out = [flow(v) for v in variants if v.display_label() not in CALIBRATE_FROM]
+    policies = {v.policy.name for v in variants}
+    held_out += [FASTEST_K] * ("fastest_k" not in policies) + [DEADLINE] * ("deadline" not in policies)
+    calib = real_run(scenario, backend, out / "calibrate", calibrating, args)
+    predict = real_run(scenario, backend, out / "predict", held_out, args)
+    runs = [read_measured(calib)]
+    calibration = calibrate(runs)
+    (out / "calibrated.yaml").write_text(scenario_yaml(calibration))
+    legs = {"replay": pd.concat([replay(runs[0]), replay(read_measured(predict))]),
+            "fitted": compare(calibration.scenario, runs[0]),
+            "predicted": compare(calibration.scenario, read_measured(predict))}  # fmt: skip
+    lines = [f"== {scenario.name} on {backend}: calibrated from {', '.join(CALIBRATE_FROM)}; "
+             f"{args.iterations} iterations x seeds {args.seeds} per variant"]  # fmt: skip
+    for name, table in legs.items():
+        lines.append(f"-- {name}")
+        for row in table.itertuples():
+            lines.append(f"   {row.variant:<16} measured {row.measured_mean:.4f} [{row.ci_low:.4f}, {row.ci_high:.4f}]"
+                         f"  simulated {row.simulated_mean:.4f}  mean {row.error_mean:+.1%}  p50 {row.error_p50:+.1%}"
+                         f"  p99 {row.error_p99:+.1%}")  # fmt: skip
+        tau, kept = ranking(table)
+        lines.append(f"   Kendall's tau {tau:.2f}; ranking kept where CIs are apart: {kept}")
+    predicted = legs["predicted"]
+    verdict = {
+        "replay within 1%": bool((legs["replay"]["error_mean"].abs() <= 0.01).all()),
+        "predicted means within 5%": bool((predicted["error_mean"].abs() <= 0.05).all()),
+        "predicted p99 within 10%": bool((predicted["error_p99"].abs() <= 0.10).all()),
+        "ranking kept": ranking(predicted)[1],
+    }
+    lines.append("   targets: " + "; ".join(f"{what}: {'yes' if held else 'NO'}" for what, held in verdict.items()))
+    return lines
+
+
+def calibration_time(rows: int = 100_000) -> list[str]:
+    """`calibrate` on a simulated run of ``rows`` worker rows, against simulating those rows (same process)."""
+    from gcbench.scenario.loading import SweepPoint
+    from gcbench.scenario.schema import Scenario
+    from gcbench.sim.tasks import Task, run_task
+    from gcbench.twin.calibrate import calibrate
+    from gcbench.twin.measured import measured_run
+
+    workers = 10
+    per_variant = rows // workers // 2
+    scenario = Scenario.model_validate({
+        "name": "timing", "workers": workers, "iterations": per_variant,
+        "compute": {"per_partition": {"distribution": "shifted_exponential", "shift": 0.05, "rate": 20},
+                    "fixed": {"distribution": "deterministic", "value": 0.02}},
+        "network": {"latency": 0.005, "dispatch": {"distribution": "exponential", "rate": 100}},
+        "master": {"between_iterations": {"distribution": "lognormal", "mu": -6, "sigma": 0.4}},
+        "straggling": {"model": "independent", "probability": 0.1, "delay": 0.3},
+        "variants": [{"label": "uncoded", "scheme": "uncoded", "policy": "wait_all"},
+                     {"label": "FR", "scheme": "fr", "s": 1}],
+    })  # fmt: skip
+    start = time.perf_counter()
+    frames = [run_task(SweepPoint({}, scenario), 0, Task(0, i, 0), True) for i in range(2)]
+    simulate = time.perf_counter() - start
+    iterations = pd.concat([pd.DataFrame(f[0]) for f in frames], ignore_index=True)
+    table = pd.concat([pd.DataFrame(f[1]) for f in frames], ignore_index=True)
+    start = time.perf_counter()
+    calibrate([measured_run(Path("timing"), scenario, iterations, table, "simulated", cut_short=False)])
+    seconds = time.perf_counter() - start
+    return [f"== calibrate on {len(table):,} worker rows: {seconds:.2f} s (target < 10 s); simulating them took "
+            f"{simulate:.2f} s (ratio {seconds / simulate:.2f})"]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=["torch", "ray", "both"], default="torch")
+    parser.add_argument(
+        "--scenario",
+        type=Path,
+        nargs="+",
+        default=[ROOT / "scenarios" / "cifar10.yaml", ROOT / "scenarios" / "calibration_markov.yaml"],
+    )
+    parser.add_argument("--iterations", type=int, default=150)
+    parser.add_argument("--seeds", default="0,1")
+    parser.add_argument("--data-dir", type=Path, default=DATA if DATA.is_file() else None)
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "calibration-benchmark")
+    parser.add_argument("--timing-only", action="store_true")
+    args = parser.parse_args()
+    lines = calibration_time()
+    print(lines[0], flush=True)
+    if not args.timing_only:
+        backends = ["torch", "ray"] if args.backend == "both" else [args.backend]
+        for scenario in args.scenario:
+            for backend in backends:
+                found = accuracy(scenario, backend, args)
+                print("\n".join(found), flush=True)
+                lines += found
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "summary.txt").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()
