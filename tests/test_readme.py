@@ -19,7 +19,9 @@ def test_main_command_installs_and_runs_the_main_job():
 
 def test_test_command_installs_what_the_tests_need_and_runs_pytest():
     command = command_after("<!-- test command -->")
-    assert "pip install -e '.[real,dev]'" in command and command.endswith("pytest")
+    assert "pip install -e '.[real,dev]'" in command
+    # the whole suite, on two processes (pytest-xdist, a dev dependency), each test module whole on one of them
+    assert command.endswith("&& pytest -n 2 --dist loadfile")
 
 
 def test_ci_runs_the_readme_test_command():
