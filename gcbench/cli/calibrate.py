@@ -20,7 +20,9 @@ def calibrate(
     ] = None,
     predict: Annotated[
         list[Path] | None,
-        typer.Option("--predict", help="A real run to predict with the calibrated scenario (repeatable)."),
+        typer.Option(
+            "--predict", metavar="RUN_DIR", help="A real run to predict with the calibrated scenario (repeatable)."
+        ),
     ] = None,
     variants: Annotated[
         str | None, typer.Option("--variants", help="Fit only these variants' iterations: labels, comma-separated.")
