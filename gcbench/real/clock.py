@@ -16,13 +16,22 @@ class WallClock:
     def __init__(self) -> None:
         self.origin = time.time()
         self.paused_at: float | None = None
+        # (wall time a pause ended, the origin before it), oldest first: a wall time from before a pause ended is
+        # read on the origin it had then (a late reply taken after an evaluation keeps its true time)
+        self.resumed: list[tuple[float, float]] = []
 
     def now(self) -> float:
         return time.time() - self.origin
 
     def at(self, wall: float) -> float:
-        """A wall time (``time.time()``, as a worker reports it) on this clock."""
-        return wall - self.origin
+        """A wall time (``time.time()``, as a worker reports it) on this clock: what ``now()`` read then, so a
+        pause that ended after it does not move it."""
+        origin = self.origin
+        for ended, before in reversed(self.resumed):
+            if wall >= ended:
+                break
+            origin = before
+        return wall - origin
 
     def pause(self) -> None:
         """The variant's turn ends here: the time until ``resume`` is no one's."""
@@ -30,9 +39,12 @@ class WallClock:
 
     def resume(self) -> None:
         if self.paused_at is not None:
-            self.origin += time.time() - self.paused_at
+            now = time.time()
+            self.resumed.append((now, self.origin))
+            self.origin += now - self.paused_at
             self.paused_at = None
 
     def continue_from(self, seconds: float) -> None:
         """Read ``seconds`` now (a resumed run goes on from its checkpoint's last time)."""
         self.origin = time.time() - seconds
+        self.resumed = []
