@@ -192,6 +192,30 @@ def test_the_written_scenario_loads_and_says_where_each_fit_came_from(truth, tmp
     assert result.exit_code == 0, result.output
 
 
+def test_train_compares_the_time_to_the_target_accuracy():
+    """--train: the calibrated cluster trains in the simulator with the run's variants, iterations and seed; the
+    seconds to the first evaluation reaching the target, measured and simulated, per variant. (The measured
+    accuracies here are made up: the test is of the comparison, not of the training.)"""
+    from gcbench.twin.evaluate import time_to_accuracy
+
+    training = {"dataset": "synthetic", "model": "softmax", "batch_size": 60, "eval_every": 5, "learning_rate": 0.05}
+    run = simulated_run(known(iterations=30, training=training))
+    evaluated = run.iterations["iteration"] % 5 == 4
+    accuracy = np.where(evaluated, 0.1 + run.iterations["iteration"] / 40, np.nan)
+    run = measured_run(run.path, run.scenario, run.iterations.assign(accuracy=accuracy),
+                       run.workers.drop(columns=["start", "end"]), "simulated", cut_short=False)  # fmt: skip
+    table = time_to_accuracy(calibrate([run]).scenario, run, target=0.3)
+    assert list(table["variant"]) == ["uncoded", "FR s=1"]
+    measured = run.iterations.query("variant == 'uncoded' and accuracy >= 0.3")["end"].min()
+    assert table["measured_seconds"].iloc[0] == measured
+    reached = table["simulated_seconds"].notna()
+    assert np.allclose(
+        table["error"][reached], table["simulated_seconds"][reached] / table["measured_seconds"][reached] - 1
+    )
+    with pytest.raises(GcbenchError, match="was never evaluated"):
+        time_to_accuracy(calibrate([run]).scenario, simulated_run(known(iterations=30)))
+
+
 # -- the command ---------------------------------------------------------------------------------------------------
 
 
