@@ -306,6 +306,11 @@ def test_a_missing_directory_and_a_prediction_of_another_model_are_refused(writt
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
     assert "trains resnet18 on cifar10" in result.output and "predict a run of the model and data set" in result.output
+    eight = write_run(tmp_path / "eight", simulated_run(known(iterations=40, workers=8)))
+    mixed = CliRunner().invoke(app, ["calibrate", str(written), str(eight), "-o", str(tmp_path / "m.yaml")])
+    assert (
+        mixed.exit_code == 2 and "has 8 workers and" in mixed.output and "runs of one cluster together" in mixed.output
+    )
     bad = CliRunner().invoke(app, ["calibrate", str(written), "-o", str(tmp_path / "d.yaml"), "--variants", "CR"])
     assert bad.exit_code == 2 and "--variants: CR not among the runs' variants" in bad.output
     untrained = CliRunner().invoke(app, ["calibrate", str(written), "-o", str(tmp_path / "e.yaml"), "--train"])

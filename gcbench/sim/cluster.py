@@ -16,7 +16,10 @@ has.
 A job is one SimPy event whose callback queues its result for ``next_event``
 (with a shared link: reaching the link, then its transfer over the link); the
 master running on this cluster is the simulator's event engine. Virtual time
-only moves inside ``next_event``, which steps the environment to the next event.
+only moves inside ``next_event``, which steps the environment to the next event,
+and ``between_iterations``, which lets the master's modelled time pass
+(``master.between_iterations``); a job starts ``network.dispatch`` after it is
+sent, once its worker is free.
 
 A worker that sends more than one message (``Scheme.messages``) sends each as
 soon as the partitions it uses are computed: the job's drawn busy time is for
