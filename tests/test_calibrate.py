@@ -138,6 +138,18 @@ def test_workers_of_different_speeds_get_speed_factors():
     assert calibration.fixed == 0.0 or calibration.fixed < 0.005  # none made these tables
 
 
+def test_slowness_shared_within_iterations_is_recovered():
+    """A lognormal factor per iteration (mean 1, sd 0.25 of log time) multiplying every worker's compute: the
+    random-effects split finds its sd, and without one it models none."""
+    shared = {"distribution": "lognormal", "mu": -(0.25**2) / 2, "sigma": 0.25}
+    compute = {"per_partition": PER_PARTITION, "fixed": {"distribution": "deterministic", "value": FIXED}}
+    with_shared = calibrate([simulated_run(known(iterations=800, compute={**compute, "shared": shared}))])
+    assert with_shared.scenario.compute.shared.sigma == pytest.approx(0.25, abs=0.04)
+    assert with_shared.scenario.compute.shared.mu == pytest.approx(-(with_shared.scenario.compute.shared.sigma**2) / 2)
+    without = calibrate([simulated_run(known(iterations=800))])
+    assert without.scenario.compute.shared is None and "no slowness shared within iterations" in without.notes[1]
+
+
 @settings(max_examples=6, deadline=None)
 @given(
     shift=st.floats(0.01, 0.2),

@@ -171,3 +171,16 @@ def test_a_fixed_part_is_added_once_per_job_whatever_its_load(engine, s):
     busy = rec.compute_end - rec.compute_start
     assert busy[:, :5] == pytest.approx(np.full((4, 5), f + (s + 1) * c), rel=1e-12)
     assert busy[:, 5] == pytest.approx(np.full(4, (f + (s + 1) * c) / 2), rel=1e-12)  # the speed scales it too
+
+
+@pytest.mark.parametrize("engine", ["vectorised", "event"])
+def test_a_shared_factor_multiplies_every_worker_s_compute_in_its_iteration(engine):
+    """compute.shared: one draw per iteration multiplies every worker's compute: with a deterministic per-partition
+    time c, wait_all's iteration is c times that iteration's factor, whose mean is the distribution's."""
+    shared = {"distribution": "lognormal", "mu": -0.02, "sigma": 0.2}
+    sc = scenario(workers=N, iterations=3000, compute={**DETERMINISTIC, "shared": shared}, engine=engine,
+                  variants=[{"scheme": "uncoded", "policy": "wait_all"}])  # fmt: skip
+    rec = simulate(sc)
+    busy = rec.compute_end - rec.compute_start
+    assert busy == pytest.approx(np.repeat(busy[:, :1], N, axis=1), rel=1e-12)  # every worker alike per iteration
+    assert_mean_matches(rec.duration, 0.1 * math.exp(-0.02 + 0.2**2 / 2))

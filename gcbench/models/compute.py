@@ -50,6 +50,14 @@ def fixed_times(compute, rng: np.random.Generator, iterations: int, n: int) -> n
     return times if compute.speeds is None else times / np.asarray(compute.speeds)
 
 
+def shared_factors(compute, rng: np.random.Generator, iterations: int) -> np.ndarray | None:
+    """``compute.shared``'s factor per iteration (draw row), as a column to multiply every worker's compute by
+    (None without one)."""
+    if compute.shared is None:
+        return None
+    return np.asarray(compute.shared.sample(rng, (iterations,)), dtype=float)[:, None]
+
+
 def overhead_times(compute, rng: np.random.Generator, iterations: int, n: int) -> np.ndarray:
     """Seconds of ``compute.overhead`` per iteration and worker (zeros without one): not scaled by load or speed."""
     if compute.overhead is None:
@@ -62,4 +70,5 @@ def blockwise(compute) -> bool:
     one draw of them all (every distribution but a mixture, which draws its choices for the whole size first)."""
     overhead = compute.overhead is None or compute.overhead.blockwise
     fixed = compute.fixed is None or compute.fixed.blockwise
-    return overhead and fixed and (compute.trace is not None or compute.per_partition.blockwise)
+    shared = compute.shared is None or compute.shared.blockwise
+    return overhead and fixed and shared and (compute.trace is not None or compute.per_partition.blockwise)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gcbench.coding import Scheme
-from gcbench.models.compute import blockwise, compute_times, fixed_times, overhead_times
+from gcbench.models.compute import blockwise, compute_times, fixed_times, overhead_times, shared_factors
 from gcbench.scenario.schema import DTYPE_BYTES, Scenario
 
 
@@ -38,9 +38,9 @@ class DrawBlocks:
     def __init__(self, scenario: Scenario, scheme: Scheme, seed: int) -> None:
         self.scenario, self.drawn = scenario, 0  # rows drawn so far
         # spawned children depend only on their index, so a new stream leaves the others as they were
-        streams = map(np.random.default_rng, np.random.SeedSequence(seed).spawn(8))
+        streams = map(np.random.default_rng, np.random.SeedSequence(seed).spawn(9))
         self.compute, self.straggling, self.failures, self.overhead, self.warmup, *timing = streams
-        self.dispatch, self.master, self.fixed = timing
+        self.dispatch, self.master, self.fixed, self.shared = timing
         self.timings = _Timings(scenario, self.dispatch, self.master)
         self.loads = np.array([scheme.step_load(w) for w in range(scenario.workers)], dtype=float)
         held = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)], dtype=float)
@@ -86,9 +86,13 @@ class DrawBlocks:
         return self.whole[0][first : first + rows], self.whole[1][first : first + rows]
 
     def _with_fixed(self, work: np.ndarray, rows: int) -> np.ndarray:
-        """The compute times plus ``compute.fixed``'s draws (from a stream of their own), where there is one."""
-        fixed = fixed_times(self.scenario.compute, self.fixed, rows, self.scenario.workers)
-        return work if fixed is None else work + fixed
+        """The compute times plus ``compute.fixed``'s draws, times ``compute.shared``'s factor per row (each from a
+        stream of its own), where the scenario has them."""
+        compute = self.scenario.compute
+        fixed = fixed_times(compute, self.fixed, rows, self.scenario.workers)
+        work = work if fixed is None else work + fixed
+        shared = shared_factors(compute, self.shared, rows)
+        return work if shared is None else work * shared
 
 
 class _Timings:

@@ -43,7 +43,8 @@ class Compute(Config):
     real mode sleeps it, and the workers table counts it in ``injected_delay``.
     ``fixed`` adds one draw per worker and iteration that the load does not scale
     but the speed (and straggling's slowdown) does: compute a real worker does
-    anyway, so real mode measures it and never sleeps it.
+    anyway, so real mode measures it and never sleeps it. ``shared`` multiplies every worker's compute in an
+    iteration by one draw (slowness the workers share); real mode measures it too.
     """
 
     per_partition: Distribution | None = None
@@ -54,6 +55,9 @@ class Compute(Config):
     # seconds of every job that its load does not scale but its speed does (loading the weights, encoding): part of
     # the compute a real worker measures, so real mode never sleeps it (unlike overhead); gcbench calibrate fits it
     fixed: Distribution | None = None
+    # a factor, one draw per iteration (draw row), multiplying every worker's compute in it: slowness the workers
+    # share (contention on a machine, its other load); its mean is best near 1. gcbench calibrate fits it
+    shared: Distribution | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> Compute:

@@ -24,6 +24,7 @@ from gcbench.twin.fit import Fit, fit_part, measured_quantiles
 from gcbench.twin.measured import MeasuredRun
 
 SPEED_P_VALUE, SPEED_SPREAD = 1e-3, 0.05
+SHARED_MIN = 0.03  # standard deviation of log time below which no shared slowness is modelled
 
 
 @dataclass
@@ -56,7 +57,9 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None) -> Cal
     work = parts.work if speeds is None else parts.work * np.asarray(speeds)[parts.workers]
     fixed, note = _fixed(work, parts.loads, parts.censored)
     notes.append(note)
-    per_partition = (work - fixed) / parts.loads
+    shared, factor, note = _shared(work, parts.loads, parts.censored, parts.groups)
+    notes.append(note)
+    per_partition = (work / factor - fixed) / parts.loads  # (the model: a job takes shared x (fixed + load x X))
     source = ", ".join(str(run.path) for run in runs)
     fits = {
         "per_partition": fit_part(per_partition, parts.censored, n, what="the per-partition compute"),
@@ -66,7 +69,7 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None) -> Cal
     if len(parts.upload) == 0:
         raise GcbenchError(f"{source}: no message reached the master, so the upload cannot be measured.")
     sources = [str(run.path) for run in runs]
-    scenario = _calibrated(base, fits, fixed, speeds, float(np.mean(parts.upload)), sources)
+    scenario = _calibrated(base, fits, fixed, speeds, float(np.mean(parts.upload)), sources, shared)
     for run in runs:
         if run.unmodelled:
             notes.append(
@@ -82,6 +85,8 @@ def _pooled(all_parts: list[Parts]) -> Parts:
         return all_parts[0]
     pooled = {name: np.concatenate([getattr(p, name) for p in all_parts]) for name in (
         "dispatch", "work", "loads", "censored", "workers", "iterations", "upload", "between")}  # fmt: skip
+    offsets = np.cumsum([0] + [int(p.groups.max()) + 1 if len(p.groups) else 0 for p in all_parts[:-1]])
+    pooled["groups"] = np.concatenate([p.groups + offset for p, offset in zip(all_parts, offsets, strict=True)])
     unexplained: dict[str, int] = {}
     for p in all_parts:
         for reason, count in p.unexplained.items():
@@ -122,12 +127,51 @@ def _fixed(work: np.ndarray, loads: np.ndarray, censored: np.ndarray) -> tuple[f
     return float(intercept), f"median work per job ({line}): fixed {intercept:.4g} s + {slope:.4g} s per partition"
 
 
+def _shared(work: np.ndarray, loads: np.ndarray, censored: np.ndarray,
+            groups: np.ndarray) -> tuple[dict | None, np.ndarray, str]:  # fmt: skip
+    """Slowness the workers of an iteration share: a one-way random-effects split of the complete jobs' log work
+    (centred per load) into a part per iteration and a part per job. Where the shared part's standard deviation
+    exceeds SHARED_MIN, a lognormal factor of mean 1 with it (``compute.shared``), and each job's estimated factor
+    (its iteration's mean log work, shrunk towards the grand mean by the share of its variance the shared part
+    explains), which its work is divided by before the per-partition time is fitted; else none and factors of 1."""
+    complete = ~censored & (work > 0)
+    logs = np.log(work[complete])
+    for load in np.unique(loads[complete]):
+        same = loads[complete] == load
+        logs[same] -= logs[same].mean()
+    ids, index = np.unique(groups[complete], return_inverse=True)
+    counts = np.bincount(index)
+    means = np.bincount(index, weights=logs) / counts
+    several = counts >= 2
+    if several.sum() < 5:
+        return (
+            None,
+            np.ones(len(work)),
+            "too few iterations with two complete jobs to look for shared slowness",
+        )
+    within = np.sum((logs - means[index]) ** 2) / max(len(logs) - len(ids), 1)
+    grand = 0.0  # (centred per load)
+    between = np.average((means[several] - grand) ** 2, weights=counts[several]) - within / np.mean(counts[several])
+    sigma = float(np.sqrt(max(between, 0.0)))
+    if sigma < SHARED_MIN:
+        return None, np.ones(len(work)), f"no slowness shared within iterations (sd {sigma:.3f} of log time)"
+    shrink = sigma**2 / (sigma**2 + within / counts)
+    per_group = dict(zip(ids, np.exp(shrink * (means - grand)), strict=True))
+    factor = np.array([per_group.get(g, 1.0) for g in groups])
+    shared = {"distribution": "lognormal", "mu": -(sigma**2) / 2, "sigma": sigma}
+    note = (f"slowness shared within iterations: sd {sigma:.3f} of log time (each job's own: {np.sqrt(within):.3f}), "
+            "a lognormal factor of mean 1 per iteration")  # fmt: skip
+    return shared, factor, note
+
+
 def _calibrated(base: Scenario, fits: dict[str, Fit], fixed: float, speeds, latency: float,
-                sources: list[str]) -> Scenario:  # fmt: skip
+                sources: list[str], shared: dict | None) -> Scenario:  # fmt: skip
     data = base.model_dump(mode="json", exclude_none=False)
     compute = {"per_partition": fits["per_partition"].distribution, "load": "scale"}
     if fixed > 0:
         compute["fixed"] = {"distribution": "deterministic", "value": fixed}
+    if shared is not None:
+        compute["shared"] = shared
     if speeds is not None:
         compute["speeds"] = speeds
     if base.compute.overhead is not None:  # injected, and slept in the run: the scenario's, as it was

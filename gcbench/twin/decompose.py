@@ -33,7 +33,9 @@ class Parts:
     loads: np.ndarray  # partitions of each job
     censored: np.ndarray  # bool per job: cut short by the stop (work is a lower bound)
     workers: np.ndarray  # worker of each job
-    iterations: np.ndarray  # global iteration index of each job (for autocorrelation)
+    iterations: np.ndarray  # iteration index of each job
+    groups: np.ndarray  # which iteration of which run each job belongs to (an integer per (variant, point, seed,
+    # iteration)): the jobs that shared a moment of the machine
     upload: np.ndarray
     between: np.ndarray
     unexplained: dict[str, int] = field(default_factory=dict)  # what the parts cannot explain: rows per reason
@@ -79,6 +81,7 @@ def _parts(rows: pd.DataFrame, iterations: pd.DataFrame, stale_work: str, cut_sh
         censored=censored,
         workers=started["worker"].to_numpy(),
         iterations=started["iteration"].to_numpy(),
+        groups=started.groupby(["variant", "point", "seed", "iteration"], sort=False).ngroup().to_numpy(),
         upload=np.maximum(upload[upload >= -TOLERANCE], 0.0),
         between=_between(iterations),
         unexplained={reason: count for reason, count in unexplained.items() if count},
