@@ -318,6 +318,7 @@ def test_a_missing_directory_and_a_prediction_of_another_model_are_refused(writt
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
     assert "trains resnet18 on cifar10" in result.output and "predict a run of the model and data set" in result.output
+    assert not (tmp_path / "c.yaml").exists()  # refused before anything was written
     eight = write_run(tmp_path / "eight", simulated_run(known(iterations=40, workers=8)))
     mixed = CliRunner().invoke(app, ["calibrate", str(written), str(eight), "-o", str(tmp_path / "m.yaml")])
     assert (

@@ -42,7 +42,7 @@ def calibrate(
     """Fit a scenario to real runs: dispatch, compute, upload and the master's time, each part fitted and judged."""
     from gcbench.twin.calibrate import calibrate as fit_runs
     from gcbench.twin.calibrate import scenario_yaml
-    from gcbench.twin.evaluate import compare, ranking, replay
+    from gcbench.twin.evaluate import check_evaluated, check_shape, compare, ranking, replay
     from gcbench.twin.measured import read_measured
 
     if target_accuracy is not None and not 0 < target_accuracy <= 1:
@@ -53,6 +53,11 @@ def calibrate(
     chosen = _variants(variants, measured)
     targets = [read_measured(path) for path in predict or []]
     calibration = fit_runs(measured, chosen)
+    for run in targets:  # (refused before anything is written)
+        check_shape(calibration.scenario, run)
+    if train:
+        for run in [*measured, *targets]:
+            check_evaluated(run)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(scenario_yaml(calibration))
     console = wide_console()

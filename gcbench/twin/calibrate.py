@@ -40,6 +40,7 @@ class Calibration:
     parts: Parts
     sources: list[str]
     notes: list[str] = field(default_factory=list)
+    per_partition: np.ndarray | None = None  # the per-partition times fitted (per job: work / shared, less F, by L)
 
 
 def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None) -> Calibration:
@@ -52,6 +53,8 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None) -> Cal
                 "runs of one cluster together."
             )
     parts = _pooled([decompose(run, variants) for run in runs])
+    if parts.jobs == 0:
+        raise GcbenchError(f"{runs[0].path}: no worker's job ran to be measured, so there is nothing to calibrate.")
     n, notes = base.workers, []
     speeds, p_value = _speeds(parts, n)
     work = parts.work if speeds is None else parts.work * np.asarray(speeds)[parts.workers]
@@ -77,7 +80,7 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None) -> Cal
             )
     if parts.unexplained:
         notes.append("not explained: " + "; ".join(f"{count} {reason}" for reason, count in parts.unexplained.items()))
-    return Calibration(scenario, fits, fixed, speeds, p_value, parts.upload, parts, sources, notes)
+    return Calibration(scenario, fits, fixed, speeds, p_value, parts.upload, parts, sources, notes, per_partition)
 
 
 def _pooled(all_parts: list[Parts]) -> Parts:

@@ -163,9 +163,8 @@ def time_to_accuracy(calibrated: Scenario, run: MeasuredRun, target: float | Non
     the run reached), measured and simulated, and the error. A variant that never reached it has NaN there."""
     from gcbench.sim.training import simulate_training
 
+    check_evaluated(run)
     measured = run.iterations
-    if "accuracy" not in measured.columns or not measured["accuracy"].notna().any():
-        raise GcbenchError(f"{run.path}: was never evaluated, so it has no time to an accuracy to compare.")
     target = 0.9 * float(measured["accuracy"].max()) if target is None else target
     iterations = int(measured.groupby("variant")["iteration"].max().max()) + 1
     scenario = for_run(calibrated, run, iterations)
@@ -181,6 +180,13 @@ def time_to_accuracy(calibrated: Scenario, run: MeasuredRun, target: float | Non
         rows.append({"variant": label, "target": target, "measured_seconds": real, "simulated_seconds": simulated,
                      "error": simulated / real - 1.0 if real > 0 else np.nan})  # fmt: skip
     return pd.DataFrame(rows, columns=TTA_COLUMNS)
+
+
+def check_evaluated(run: MeasuredRun) -> None:
+    """A run whose time to an accuracy can be compared: it was evaluated at least once."""
+    measured = run.iterations
+    if "accuracy" not in measured.columns or not measured["accuracy"].notna().any():
+        raise GcbenchError(f"{run.path}: was never evaluated, so it has no time to an accuracy to compare.")
 
 
 def _first_end(end: np.ndarray, accuracy: np.ndarray, target: float) -> float:

@@ -24,8 +24,7 @@ def part_samples(calibration: Calibration, part: str) -> tuple[np.ndarray, np.nd
     """The measurements a part was fitted to, and which were censored."""
     p = calibration.parts
     if part == "per_partition":
-        work = p.work if calibration.speeds is None else p.work * np.asarray(calibration.speeds)[p.workers]
-        return (work - calibration.fixed) / p.loads, p.censored
+        return calibration.per_partition, p.censored
     values = p.dispatch if part == "dispatch" else p.between
     return values, np.zeros(len(values), dtype=bool)
 
