@@ -141,13 +141,13 @@ class _Run:
         # the master sends a worker's job now, or once it is back from a crash; it starts a dispatch later
         dispatch = 0.0 if self.dispatch is None else self.dispatch[t]
         sent = np.maximum(now, down_until)
-        first = np.maximum(sent + dispatch if self.dispatch is not None else sent, free_at)
+        first = np.maximum(sent + dispatch, free_at)  # (adding 0.0 changes no time: times are never -0.0)
         crashed = np.isfinite(first) & self.crash[t]
         recover = first + (np.inf if self.downtime is None else self.downtime)
         previous_down = down_until
         down_until = np.where(crashed, recover, down_until)
         # a recovered worker redoes this iteration, sent again as it is back
-        begin = np.where(crashed, recover + dispatch if self.dispatch is not None else recover, first)
+        begin = np.where(crashed, recover + dispatch, first)
         ready = begin + self.busy[t]
         arrivals = self.scenario.network.arrivals(ready - now, self.size)
         outcome = self.variant.policy.stop_times(arrivals[None, :], self.scheme)

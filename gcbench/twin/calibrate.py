@@ -87,7 +87,7 @@ def _pooled(all_parts: list[Parts]) -> Parts:
     if len(all_parts) == 1:
         return all_parts[0]
     pooled = {name: np.concatenate([getattr(p, name) for p in all_parts]) for name in (
-        "dispatch", "work", "loads", "censored", "workers", "iterations", "upload", "between")}  # fmt: skip
+        "dispatch", "work", "loads", "censored", "workers", "upload", "between")}  # fmt: skip
     offsets = np.cumsum([0] + [int(p.groups.max()) + 1 if len(p.groups) else 0 for p in all_parts[:-1]])
     pooled["groups"] = np.concatenate([p.groups + offset for p, offset in zip(all_parts, offsets, strict=True)])
     unexplained: dict[str, int] = {}

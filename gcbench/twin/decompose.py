@@ -33,7 +33,6 @@ class Parts:
     loads: np.ndarray  # partitions of each job
     censored: np.ndarray  # bool per job: cut short by the stop (work is a lower bound)
     workers: np.ndarray  # worker of each job
-    iterations: np.ndarray  # iteration index of each job
     groups: np.ndarray  # which iteration of which run each job belongs to (an integer per (variant, point, seed,
     # iteration)): the jobs that shared a moment of the machine
     upload: np.ndarray
@@ -80,7 +79,6 @@ def _parts(rows: pd.DataFrame, iterations: pd.DataFrame, stale_work: str, cut_sh
         loads=started["partitions"].to_numpy(dtype=float),
         censored=censored,
         workers=started["worker"].to_numpy(),
-        iterations=started["iteration"].to_numpy(),
         groups=started.groupby(["variant", "point", "seed", "iteration"], sort=False).ngroup().to_numpy(),
         upload=np.maximum(upload[upload >= -TOLERANCE], 0.0),
         between=_between(iterations),
