@@ -19,14 +19,23 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gcbench"
 
-_BELOW_MASTER = {"errors", "stops", "coding", "models", "policies", "scenario", "results"}
+_BELOW_MASTER = {"errors", "stops", "coding", "compression", "models", "policies", "scenario", "results"}
 MAY_IMPORT = {
     "errors": set(),
     "stops": set(),  # the stop reasons' vocabulary: policies give them, results hold them, plots read them
     "coding": {"errors"},  # schemes and decoding: nothing above them
     "models": {"errors"},  # a leaf: latency, straggling, failure, network and trace models
+    # compressors of workers' messages, beside coding: the registry and config base are the models layer's
+    "compression": {"errors", "models"},
     "policies": {"errors", "stops", "coding", "models"},
-    "scenario": {"errors", "stops", "coding", "models", "policies"},  # schema, loading, sweeps, the run's draws
+    "scenario": {
+        "errors",
+        "stops",
+        "coding",
+        "compression",
+        "models",
+        "policies",
+    },  # schema, loading, sweeps, the run's draws
     "results": {"errors", "stops"},  # plotting reads it, so it stays below what plotting may not import
     "cluster": _BELOW_MASTER,  # the one master and the cluster protocol: no engine, no backend
     "master": _BELOW_MASTER | {"cluster"},

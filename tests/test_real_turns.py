@@ -73,11 +73,11 @@ def test_synchronous_and_asynchronous_variants_take_turns_on_ray(ray_run):
 
 @pytest.mark.slow
 def test_gcbench_run_real_writes_the_shared_schema_with_loss_and_accuracy(ray_run):
-    from gcbench.results import ITERATION_COLUMNS, WORKER_COLUMNS
+    from gcbench.results import ITERATION_COLUMNS, TRAINED_COLUMNS, WORKER_COLUMNS
 
     iterations, workers, meta = ray_run.iterations, ray_run.workers, ray_run.meta
     assert meta["mode"] == "real" and meta["backend"] == "ray"
-    assert set(ITERATION_COLUMNS) | {"loss", "accuracy"} <= set(iterations.columns)
+    assert set(ITERATION_COLUMNS) | set(TRAINED_COLUMNS) <= set(iterations.columns)
     assert set(WORKER_COLUMNS) <= set(workers.columns)
     assert len(iterations) == len(CHOSEN) * ITERATIONS and iterations["loss"].notna().all()
     assert (iterations.groupby("variant")["accuracy"].count() == 2).all()  # evaluated after iterations 3 and 6

@@ -10,6 +10,7 @@ import typing
 import pytest
 
 from gcbench.coding import available_schemes, scheme_class
+from gcbench.compression import COMPRESSORS, Compression
 from gcbench.models.distributions import DISTRIBUTIONS, Distribution, SimpleDistribution
 from gcbench.models.failures import FAILURES, Failures
 from gcbench.models.straggling import STRAGGLING, Straggling
@@ -17,8 +18,10 @@ from gcbench.policies import POLICIES, Policy
 from gcbench.scenario.loading import _TAGS
 
 FACTS = ("tolerates", "load", "upload", "decoding")
-REGISTRIES = {"distribution": DISTRIBUTIONS, "straggling": STRAGGLING, "failures": FAILURES, "policy": POLICIES}
-UNIONS = {"distribution": Distribution, "straggling": Straggling, "failures": Failures, "policy": Policy}
+REGISTRIES = {"distribution": DISTRIBUTIONS, "straggling": STRAGGLING, "failures": FAILURES, "policy": POLICIES,
+              "compressor": COMPRESSORS}  # fmt: skip
+UNIONS = {"distribution": Distribution, "straggling": Straggling, "failures": Failures, "policy": Policy,
+          "compressor": Compression}  # fmt: skip
 MEMBERS = [(kind, name) for kind, registry in REGISTRIES.items() for name in registry.names()]
 SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
 

@@ -79,11 +79,12 @@ def test_a_variant_passes_any_parameter_its_scheme_declares(toy_scheme):
 
 def test_a_parameter_the_scheme_does_not_declare_names_variant_parameter_and_what_it_takes(toy_scheme):
     assert refusal({"scheme": "scaled_fr", "s": 1, "m": 2}) == (
-        "toy.yaml: variants[0].m: neither a variant field (label, scheme, s, policy) nor a parameter of "
+        "toy.yaml: variants[0].m: neither a variant field (label, scheme, s, policy, compression) nor a parameter of "
         "scaled_fr, which takes gain (default 1.0)."
     )
-    assert "variants[0].seed: neither a variant field (label, scheme, s, policy) nor a parameter of fr, which " in (
-        refusal({"scheme": "fr", "s": 1, "seed": 2})
+    assert (
+        "variants[0].seed: neither a variant field (label, scheme, s, policy, compression) nor a parameter of fr, "
+        "which " in (refusal({"scheme": "fr", "s": 1, "seed": 2}))
     )
     assert refusal({"scheme": "fr", "s": 1, "seed": 2}).endswith("which takes no parameters besides s.")
 

@@ -308,12 +308,12 @@ def trained(runs: SimpleNamespace):
 
 @pytest.mark.slow
 def test_gcbench_run_backend_torch_writes_the_shared_schema_and_leaves_no_process(exact_runs):
-    from gcbench.results import ITERATION_COLUMNS, WORKER_COLUMNS
+    from gcbench.results import ITERATION_COLUMNS, TRAINED_COLUMNS, WORKER_COLUMNS
 
     iterations, workers, meta, _ = trained(exact_runs)
     assert exact_runs.left == set(), "worker processes outlived the run"
     assert meta["mode"] == "real" and meta["backend"] == "torch" and meta["status"] == "complete"
-    assert set(ITERATION_COLUMNS) | {"loss", "accuracy"} <= set(iterations.columns)
+    assert set(ITERATION_COLUMNS) | set(TRAINED_COLUMNS) <= set(iterations.columns)
     assert set(WORKER_COLUMNS) <= set(workers.columns) and len(workers) == VARIANTS * ITERATIONS * WORKERS
     assert len(iterations) == VARIANTS * ITERATIONS and iterations["loss"].notna().all()
     assert (iterations.groupby("variant")["accuracy"].count() == 2).all()  # evaluated after iterations 2 and 4

@@ -129,6 +129,14 @@ def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Con
         f"worst decoding condition number over {scope} straggler set(s) of size {scheme.s}: "
         f"{report.worst:.3g} (stragglers {list(report.worst_stragglers)})"
     )
+    amplification = scheme.error_amplification()
+    scope = "every" if amplification.exhaustive else f"{amplification.sets_checked} sampled"
+    console.print(
+        f"error amplification (decoding weights' Frobenius norm, the factor on compressed messages' errors) over "
+        f"{scope} straggler set(s) of size {scheme.s}: worst {amplification.worst:.3g} "
+        f"(stragglers {list(amplification.worst_stragglers)}), mean {amplification.mean:.3g}; uncoded's is "
+        f"{amplification.uncoded:.3g}"
+    )
     console.print(_coefficient_table(scheme))
 
 

@@ -43,7 +43,8 @@ class Result:
     ``message``: None when the result carries every message of the job (they arrive together); else the
     index, in the worker's message order (``Scheme.messages``), of the one message it carries, sent as soon
     as the partitions it uses were computed (``Scheme.ready_after``), with ``compute_end`` when it was ready
-    and ``messages`` that one vector. ``final``: the job's last result (its worker is done with the job)."""
+    and ``messages`` that one vector. ``final``: the job's last result (its worker is done with the job).
+    Where the variant compresses, ``messages`` are payloads (gcbench.compression) the master decompresses."""
 
     job: Job
     at: float
@@ -56,6 +57,9 @@ class Result:
     versions: dict[int, int] | None = None
     message: int | None = None
     final: bool = True
+    # where messages are compressed payloads: the same messages uncompressed, where the cluster keeps them (the
+    # simulator does), so the master can measure what compression changed (the compression_error column)
+    exact: Any = None
 
     @property
     def worker(self) -> int:

@@ -13,6 +13,7 @@ one: ``register_scheme`` / ``unregister_scheme``, ``least_squares_weights``,
 keeps) and ``kth_smallest`` (order statistics of arrivals).
 """
 
+from gcbench.coding._amplification import AmplificationReport
 from gcbench.coding._base import CONDITION_LIMIT, Layout, Scheme, kth_smallest
 from gcbench.coding._builtin import BUILTIN_SCHEMES
 from gcbench.coding._conditioning import ConditionReport
@@ -25,6 +26,7 @@ __all__ = [
     "CONDITION_LIMIT",
     "EXACT_RTOL",
     "RANK_RTOL",
+    "AmplificationReport",
     "ConditionReport",
     "Decoding",
     "Layout",

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from gcbench.coding._amplification import AmplificationReport, amplification_report
 from gcbench.coding._apply import combine_into, empty_like_vector, pad_to, weighted_sum_into
 from gcbench.coding._conditioning import ConditionReport, condition_report
 from gcbench.coding._errors import NotDecodable, SchemeParameterError, check_int, check_like_default, plain
@@ -199,6 +200,11 @@ class Scheme(abc.ABC):
         first set above it (enough to refuse a construction).
         """
         return condition_report(self, limit, stop_above)
+
+    def error_amplification(self, limit: int = 2000) -> AmplificationReport:
+        """The decoding weights' Frobenius norm over the straggler sets of size s: the factor by which errors in
+        the messages (compression's) reach the decoded gradient (gcbench/coding/_amplification.py)."""
+        return amplification_report(self, limit)
 
     # -- decodability and weights ------------------------------------------------
     def can_decode(self, message_ids: Iterable[int]) -> bool:

@@ -149,6 +149,7 @@ class AsynchronousMaster:
         self.used.extend((t, r.job.worker, r.job.row, r.compute_start, r.compute_end, r.injected) for r in batch)
         if self.learner is not None:
             self.rec.loss[t] = self.learner.update(batch, rescale=True)
+            self.rec.compression_error[t] = self.learner.compression_error
         self.previous, self.version, self.batch = now, t + 1, []
         self._publish()
         if self.distinct and self.version < self.iterations:

@@ -11,11 +11,16 @@ from gcbench.cluster import Result
 
 
 class Learner(Protocol):
+    # the last update's relative error from compression: its decoded gradient against the decode of the same
+    # messages uncompressed (NaN where nothing was compressed or the uncompressed messages were not kept)
+    compression_error: float
+
     def weights(self) -> Any:
         """The current weights, as ``Cluster.publish`` takes them."""
 
     def update(self, results: list[Result], rescale: bool) -> float:
-        """Decode these results' messages, step the model, and return the mini-batch loss they computed.
+        """Decompress (where compressed) and decode these results' messages, step the model, and return the
+        mini-batch loss they computed.
 
         ``rescale``: divide an approximate decode by the fraction of the mini-batch it covers (asynchronous
         updates), so every update is a mean-gradient estimate."""

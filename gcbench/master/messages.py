@@ -34,11 +34,19 @@ def whole_jobs(results: list[Result]) -> list[Result]:
 def gather(parts: list[Result]) -> Result:
     """One job's per-message results as one result: the last one's times, every message in its place."""
     last = max(parts, key=lambda part: part.at)
-    vectors = None
-    if any(part.messages is not None for part in parts):
-        vectors = [None] * (max(part.message for part in parts) + 1)
-        for part in parts:
-            vectors[part.message] = None if part.messages is None else part.messages[0]
     losses = {j: value for part in parts if part.losses for j, value in part.losses.items()}
     final = any(part.final for part in parts)
-    return replace(last, messages=vectors, losses=losses or None, message=None, final=final)
+    messages, exact = _in_place(parts, "messages"), _in_place(parts, "exact")
+    return replace(last, messages=messages, exact=exact, losses=losses or None, message=None, final=final)
+
+
+def _in_place(parts: list[Result], field: str) -> list | None:
+    """The parts' one vector each of ``field`` (messages, or their uncompressed copies), each at its message's
+    index among the worker's; None where no part has any."""
+    if all(getattr(part, field) is None for part in parts):
+        return None
+    vectors = [None] * (max(part.message for part in parts) + 1)
+    for part in parts:
+        value = getattr(part, field)
+        vectors[part.message] = None if value is None else value[0]
+    return vectors

@@ -234,6 +234,7 @@ class SynchronousMaster:
                     self.held.discard(w)
         if self.learner is not None:
             rec.loss[t] = self.learner.update(whole_jobs(self.received), rescale=False)
+            rec.compression_error[t] = self.learner.compression_error
         if self.scheme.pipelined:  # the oldest cached partition gradient the decode used
             rec.staleness[t] = used_staleness(self.scheme, self.received, t)
         unanswered = np.flatnonzero(~(rec.used[t] | rec.failed[t]))

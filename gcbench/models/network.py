@@ -28,15 +28,18 @@ class Network(Config):
     # simulator models it; a real cluster takes its own (real mode never sleeps it).
     dispatch: Distribution | None = None
 
-    def arrivals(self, ready: np.ndarray, message_bytes: int) -> np.ndarray:
+    def arrivals(self, ready: np.ndarray, message_bytes: int, delay: float | None = None) -> np.ndarray:
         """Arrival times at the master of messages ready at ``ready`` (inf: never sent).
 
-        ``ready`` may hold one row per iteration; messages of different rows never share the link.
+        ``ready`` may hold one row per iteration; messages of different rows never share the link. ``delay``:
+        seconds every message takes besides its transfer (default the latency; a compressed message's adds the
+        time to compress and decompress it).
         """
         transfer = 0.0 if self.bandwidth is None else message_bytes / self.bandwidth
+        delay = self.latency if delay is None else delay
         ready = np.asarray(ready, dtype=float)
         # adding a zero changes no time (times are never -0.0): skipped, as a pass over the array and a temporary
-        reach = ready + self.latency if self.latency else _read_only(ready)
+        reach = ready + delay if delay else _read_only(ready)
         if not self.shared_link or transfer == 0.0:
             return reach + transfer if transfer else reach
         order = np.argsort(reach, axis=-1, kind="stable")

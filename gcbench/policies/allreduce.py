@@ -7,7 +7,7 @@ master runs it: ``gcbench run`` starts n torch.distributed ranks that train with
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -40,6 +40,32 @@ class AllReduce(AggregationPolicy):
                 f"rank is PowerSGD's matrix approximation rank, so it needs hook: powersgd, not {self.hook}"
             )
         return self
+
+    def hook_for(self, compressor: Any) -> tuple[str, int]:
+        """The hook (and PowerSGD rank) a variant with this policy and ``compressor`` (gcbench.compression) runs:
+        the compressor's DDP form where it has one (fp16, bf16, PowerSGD with its own warm-started factors and
+        error feedback, as PyTorch's hook), else this policy's ``hook``. ValueError, in a sentence, where the
+        compressor has no DDP form or contradicts the hook."""
+        name = compressor.name
+        if name == "none":
+            return self.hook, self.rank
+        forms = {"fp16": ("fp16", POWERSGD_RANK), "bf16": ("bf16", POWERSGD_RANK)}
+        if name == "powersgd" and not compressor.shared_factor and compressor.feedback:
+            forms["powersgd"] = ("powersgd", compressor.rank)
+        if name not in forms:
+            why = "" if name != "powersgd" else " with shared_factor or without error feedback"
+            raise ValueError(
+                f"allreduce (DistributedDataParallel) has no form of {compressor.display_name}{why}: PyTorch's "
+                "communication hooks give fp16, bf16 and powersgd (warm-started, with error feedback); give this "
+                "variant compression: none, or one of those"
+            )
+        hook, rank = forms[name]
+        if self.hook not in ("none", hook) or (self.hook == "powersgd" and self.rank != rank):
+            raise ValueError(
+                f"policy.hook {self.display_name} and compression {compressor.display_name} say different things; "
+                "give one of them"
+            )
+        return hook, rank
 
     @property
     def display_name(self) -> str:

@@ -24,7 +24,9 @@ FLOAT, INT = (float, int), (int,)
 ITERATION_TYPES = {
     "iteration": INT, "start": FLOAT, "end": FLOAT, "duration": FLOAT, "messages_used": INT, "stop": (str,),
     "exact": (bool,), "residual": FLOAT, "staleness": FLOAT, "loss": FLOAT, "accuracy": FLOAT,
+    "compression_error": FLOAT,
 }  # fmt: skip
+ADDED_LATER = {"compression_error"}  # columns a checkpoint written before them lacks (restored as NaN)
 WORKER_TYPES = {
     "iteration": INT, "worker": INT, "partitions": INT, "used": (bool,), "straggling": (bool,), "failed": (bool,),
     "compute_start": FLOAT, "compute_end": FLOAT, "injected_delay": FLOAT, "arrival": FLOAT,
@@ -118,10 +120,11 @@ MESSAGE_TYPES = {
 
 
 def _row_iteration(row: Any, types: dict[str, tuple]) -> int | None:
-    """The row's iteration if it is a dict with exactly these columns of these types, else None."""
-    if not isinstance(row, dict) or set(row) != set(types):
+    """The row's iteration if it is a dict with exactly these columns (but one added later, which an older
+    checkpoint lacks) of these types, else None."""
+    if not isinstance(row, dict) or not set(types) - ADDED_LATER <= set(row) <= set(types):
         return None
-    if any(type(row[key]) not in allowed for key, allowed in types.items()):
+    if any(type(row[key]) not in allowed for key, allowed in types.items() if key in row):
         return None
     return row["iteration"]
 

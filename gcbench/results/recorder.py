@@ -43,13 +43,15 @@ class RunRecorder:
         self.staleness = np.zeros(iterations)
         self.loss = np.full(iterations, np.nan)  # when the run trains
         self.accuracy = np.full(iterations, np.nan)  # where it was evaluated
+        self.compression_error = np.full(iterations, np.nan)  # where it trains with compressed messages
         self.messages = None  # a MessageLog (gcbench/results/messages.py) where workers send several messages
 
     def iteration_columns(
         self, trained: bool = False, done: int | None = None, stop_text: bool = True
     ) -> dict[str, np.ndarray]:
-        """The iterations table's columns for iterations 0..done-1 (all by default); ``trained`` adds loss and
-        accuracy; ``stop_text`` false leaves the stop reasons Python strings (for a dictionary to encode)."""
+        """The iterations table's columns for iterations 0..done-1 (all by default); ``trained`` adds loss,
+        accuracy and compression_error; ``stop_text`` false leaves the stop reasons Python strings (for a
+        dictionary to encode)."""
         rows = slice(0, self.iterations if done is None else done)
         columns = {
             "iteration": np.arange(self.iterations)[rows],
@@ -63,7 +65,8 @@ class RunRecorder:
             "staleness": self.staleness[rows],
         }
         if trained:
-            columns.update(loss=self.loss[rows], accuracy=self.accuracy[rows])
+            columns.update(loss=self.loss[rows], accuracy=self.accuracy[rows],
+                           compression_error=self.compression_error[rows])  # fmt: skip
         return columns
 
     def _messages_used(self, rows: slice) -> np.ndarray:

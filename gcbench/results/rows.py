@@ -73,6 +73,7 @@ def restore(rec: RunRecorder, rows: list[dict], workers: list[dict]) -> None:
         )
         rec.exact[t], rec.residual[t], rec.staleness[t] = row["exact"], row["residual"], row["staleness"]
         rec.loss[t], rec.accuracy[t] = row["loss"], row["accuracy"]
+        rec.compression_error[t] = row.get("compression_error", np.nan)  # (a checkpoint written before it had none)
     for row in workers:
         t, w = row["iteration"], row["worker"]
         rec.compute_start[t, w], rec.compute_end[t, w] = row["compute_start"], row["compute_end"]

@@ -1,7 +1,8 @@
 """Column names and meanings of the results tables (docs/results.md says the same, by hand: keep them in step).
 
 Both modes write these columns; sweep parameters add one column per swept path,
-and a run that trains (real, or simulated with training.in_simulator) adds loss and accuracy after them.
+and a run that trains (real, or simulated with training.in_simulator) adds loss, accuracy and compression_error
+after them.
 """
 
 from gcbench import stops
@@ -33,6 +34,13 @@ ITERATION_COLUMNS = {
     ),
 }
 
+# what a run that trains adds to the iterations table, after the columns above (docs/results.md)
+TRAINED_COLUMNS = {
+    "loss": "the mini-batch loss the used results computed",
+    "accuracy": "test accuracy where the run evaluated, else NaN",
+    "compression_error": "||decoded - exact decoded|| / ||exact decoded|| where messages were compressed, else NaN",
+}
+
 WORKER_COLUMNS = {
     "variant": "as in the iterations table",
     "point": "as in the iterations table",
@@ -60,6 +68,7 @@ KERNEL_DEPENDENT_COLUMNS = {
     "residual": "the decoder's weights: a LAPACK SVD and BLAS products of the coefficient rows",
     "loss": "torch's kernels, on a model trained with decoded gradients (training runs only)",
     "accuracy": "as loss; and so the summary's final_loss, final_accuracy and time_to_target",
+    "compression_error": "as loss: the decoded gradient and the exact one, computed by BLAS and torch",
 }
 
 MESSAGE_COLUMNS = {

@@ -92,6 +92,11 @@ def variant_problems(n: int, variants: list[tuple[int, Variant]]) -> list[str]:
                 f"{where}.policy: allreduce (DistributedDataParallel) all-reduces every worker's whole gradient, "
                 f"so it takes scheme: uncoded only, not {variant.scheme}"
             )
+        if not variant.policy.needs_master:
+            try:
+                variant.policy.hook_for(variant.compressor)
+            except ValueError as error:
+                problems.append(f"{where}.compression: {error}")
         pipelined = problem is None and not unknown and scheme_class(variant.scheme).pipelined
         if pipelined and not variant.policy.synchronous:
             problems.append(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gcbench.coding import Scheme
+from gcbench.compression import Compressor
 from gcbench.models.compute import blockwise, compute_times, fixed_times, overhead_times, shared_factors
 from gcbench.scenario.schema import DTYPE_BYTES, Scenario
 
@@ -127,6 +128,23 @@ def draw_run(scenario: Scenario, scheme: Scheme, seed: int) -> RunDraws:
     return DrawBlocks(scenario, scheme, seed).next(scenario.iterations)
 
 
-def message_bytes(scenario: Scenario, scheme: Scheme) -> int:
-    """Bytes of one message: ceil(d / m) entries of the gradient's dtype."""
-    return -(-scenario.gradient.length // scheme.m) * DTYPE_BYTES[scenario.gradient.dtype]
+def message_entries(scenario: Scenario, scheme: Scheme) -> int:
+    """Entries of one message: ceil(d / m)."""
+    return -(-scenario.gradient.length // scheme.m)
+
+
+def message_bytes(scenario: Scenario, scheme: Scheme, compressor: Compressor | None = None) -> int:
+    """Bytes of one message: its ceil(d / m) entries of the gradient's dtype, or the payload ``compressor`` (a
+    variant's) makes of them."""
+    entries, itemsize = message_entries(scenario, scheme), DTYPE_BYTES[scenario.gradient.dtype]
+    return entries * itemsize if compressor is None else compressor.payload_bytes(entries, itemsize)
+
+
+def message_delay(scenario: Scenario, scheme: Scheme, compressor: Compressor | None = None) -> float:
+    """Seconds every message takes besides its transfer: the network's latency, plus compressing it on its worker
+    and decompressing it on the master at the compressor's cost per entry (a constant for every message of a
+    variant, so where it falls on the way does not change when a message arrives, shared link or not)."""
+    latency = scenario.network.latency
+    if compressor is None or not (compressor.compress_cost or compressor.decompress_cost):
+        return latency
+    return latency + (compressor.compress_cost + compressor.decompress_cost) * message_entries(scenario, scheme)

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, PositiveInt, field_validator, model_validator
 
 from gcbench.coding import plain
+from gcbench.compression import Compression, Compressor, NoCompression, is_valid_compression
 from gcbench.models import Config
 from gcbench.models.distributions import Distribution
 from gcbench.models.failures import Failures, NoFailures
@@ -92,6 +93,9 @@ class Variant(Config):
     scheme: str
     s: Annotated[int, Field(ge=0)] = 0
     policy: Policy = Field(default_factory=Decodable)
+    # how the workers compress their messages (gcbench compressors); null: none, unless the scenario's
+    # compression field gives a default (a loaded scenario has put it here)
+    compression: Compression | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -109,12 +113,24 @@ class Variant(Config):
         """
         return {key: value for key, value in (self.model_extra or {}).items() if value is not None}
 
+    @property
+    def compressor(self) -> Compressor:
+        """The compressor its workers' messages go through (``none`` where it gives none)."""
+        return self.compression if self.compression is not None else NoCompression()
+
     def display_label(self) -> str:
         if self.label:
             return self.label
         params = "".join(f",{k}={v}" for k, v in self.scheme_params().items())
         scheme = f"{self.scheme}(s={self.s}{params})" if self.scheme != "uncoded" else "uncoded"
-        return f"{scheme}/{self.policy.display_name}"  # allreduce names its hook
+        if not self.policy.needs_master:  # allreduce names the hook it runs, its own or its compression's
+            try:
+                hook, rank = self.policy.hook_for(self.compressor)
+            except ValueError:  # (the scenario's checks say why)
+                hook, rank = self.policy.hook, self.policy.rank
+            return f"{scheme}/{self.policy.model_copy(update={'hook': hook, 'rank': rank}).display_name}"
+        label = f"{scheme}/{self.policy.display_name}"
+        return label if self.compressor.name == "none" else f"{label}/{self.compressor.display_name}"
 
 
 class Training(Config):
@@ -163,6 +179,8 @@ class ScenarioFields(Config):
     failures: Failures = NoFailures()
     network: Network = Network()
     master: Master = Master()
+    # every variant's compression that gives none of its own (gcbench compressors; docs/compression.md)
+    compression: Compression = Field(default_factory=NoCompression)
     stale_work: Literal["abandon", "finish"] = "abandon"
     engine: Literal["auto", "event", "vectorised"] = "auto"  # auto: vectorised for synchronous policies
     variants: list[Variant] = Field(min_length=1)
@@ -170,6 +188,23 @@ class ScenarioFields(Config):
     training: Training = Training()
     # the real runs gcbench calibrate fitted this scenario to (gcbench plot calls its simulations calibrated)
     calibrated_from: list[str] = []
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_compression(cls, data: Any) -> Any:
+        """The scenario's compression, where given, is each variant's that gives none: put there, so a variant
+        carries what it runs (its label, its tables, run.json)."""
+        if not isinstance(data, dict) or not isinstance(data.get("variants"), list):
+            return data
+        default = data.get("compression")
+        if default is None or default == "none" or not is_valid_compression(default):
+            return data  # (an invalid default is the scenario field's error, said once)
+        variants = [
+            {**variant, "compression": default} if isinstance(variant, dict) and variant.get("compression") is None
+            else variant
+            for variant in data["variants"]
+        ]  # fmt: skip
+        return {**data, "variants": variants}
 
     @field_validator("name")
     @classmethod

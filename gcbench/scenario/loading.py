@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from gcbench.compression import COMPRESSORS
 from gcbench.errors import GcbenchError
 from gcbench.models.distributions import DISTRIBUTIONS
 from gcbench.models.failures import FAILURES
@@ -166,7 +167,7 @@ def format_problem(error: dict[str, Any]) -> str:
 
 
 # union tags pydantic puts into error locations; they are not field names
-_TAGS = {name for registry in (DISTRIBUTIONS, POLICIES, STRAGGLING, FAILURES) for name in registry.names()}
+_TAGS = {name for registry in (DISTRIBUTIONS, POLICIES, STRAGGLING, FAILURES, COMPRESSORS) for name in registry.names()}
 
 
 def resolve_paths(scenario: Scenario, scenario_file: Path) -> Scenario:

@@ -41,7 +41,7 @@ from simpy.core import NORMAL
 
 from gcbench.cluster import Cluster, Event, Failure, Job, Restart, Result, message_fractions
 from gcbench.scenario.draw_rows import DrawnRows, by_row
-from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
+from gcbench.scenario.draws import RunDraws, draw_run, message_bytes, message_delay
 
 INF = float("inf")
 
@@ -136,7 +136,8 @@ class SimPyCluster(Cluster):
 
     link_class: type | None = None
 
-    def __init__(self, scenario, scheme, draws: RunDraws | DrawnRows, link_per_job: bool = False) -> None:
+    def __init__(self, scenario, scheme, draws: RunDraws | DrawnRows, link_per_job: bool = False,
+                 compressor=None) -> None:  # fmt: skip
         self.env = simpy.Environment()
         self.n = scenario.workers
         self.busy = by_row(draws.busy)  # plain lists: scalar access per job is several times faster than numpy
@@ -145,8 +146,11 @@ class SimPyCluster(Cluster):
         self.between = draws.between
         self.downtime = getattr(scenario.failures, "downtime", None)
         network = scenario.network
-        self.latency = network.latency
-        self.transfer = 0.0 if network.bandwidth is None else message_bytes(scenario, scheme) / network.bandwidth
+        # ``compressor``: the variant's (a message's size is its payload's; compressing and decompressing it take
+        # their time on the way); None: messages travel uncompressed
+        self.latency = message_delay(scenario, scheme, compressor)
+        size = message_bytes(scenario, scheme, compressor)
+        self.transfer = 0.0 if network.bandwidth is None else size / network.bandwidth
         self.shared = network.shared_link and self.transfer > 0
         if self.link_class is None:
             self.link_class = LINK_MODELS[network.link_model]

@@ -33,7 +33,7 @@ def simulate_event(
     """Run the master on a fresh SimPy cluster fed by the seeded draws; a ``cluster_class`` subclass adds behaviour."""
     draws = draws_for(scenario, variant, scheme, seed)
     synchronous = variant.policy.synchronous
-    cluster = cluster_class(scenario, scheme, draws, link_per_job=synchronous)
+    cluster = cluster_class(scenario, scheme, draws, link_per_job=synchronous, compressor=variant.compressor)
     # an asynchronous update uses k results of n: its recorder keeps those cells only (memory follows results)
     recorder = RunRecorder if synchronous else SparseRecorder
     rec = recorder(scenario.iterations, scenario.workers)

@@ -14,7 +14,7 @@ import numpy as np
 from gcbench.coding import Scheme
 from gcbench.master.outcome import SimulationStuck, decoding_quality, stuck_iteration
 from gcbench.results.recorder import Emit, RunRecorder
-from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
+from gcbench.scenario.draws import RunDraws, draw_run, message_bytes, message_delay
 from gcbench.scenario.schema import Scenario, Variant
 
 __all__ = ["SimulationStuck", "decoding_quality", "simulate_synchronous"]
@@ -67,7 +67,8 @@ class _Run:
         self.dispatch, self.between = draws.dispatch, draws.between
         self.lead = draws.busy if draws.dispatch is None else draws.dispatch + draws.busy
         self.crashes = scenario.failures.model != "none"  # (without a failure model, no row to look for crashes in)
-        self.size = message_bytes(scenario, scheme)
+        compressor = variant.compressor
+        self.size, self.delay = message_bytes(scenario, scheme, compressor), message_delay(scenario, scheme, compressor)
         self.downtime = getattr(scenario.failures, "downtime", None)
 
     def simulate(self) -> None:
@@ -131,7 +132,7 @@ class _Run:
         return after
 
     def _arrivals(self, first: int, end: int) -> np.ndarray:
-        return self.scenario.network.arrivals(self.lead[first:end], self.size)
+        return self.scenario.network.arrivals(self.lead[first:end], self.size, self.delay)
 
     def _answered(self, t: int) -> int:
         return int(np.isfinite(self._arrivals(t, t + 1)).sum())
@@ -149,7 +150,7 @@ class _Run:
         # a recovered worker redoes this iteration, sent again as it is back
         begin = np.where(crashed, recover + dispatch, first)
         ready = begin + self.busy[t]
-        arrivals = self.scenario.network.arrivals(ready - now, self.size)
+        arrivals = self.scenario.network.arrivals(ready - now, self.size, self.delay)
         outcome = self.variant.policy.stop_times(arrivals[None, :], self.scheme)
         who = lambda _: (np.flatnonzero(down_until == np.inf), int(np.isfinite(arrivals).sum()))  # noqa: E731
         _check_progress(outcome.stop, self.variant, self.scheme, t, who)

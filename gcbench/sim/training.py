@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gcbench.cluster import Failure, Job, Result
+from gcbench.compression import Sender
 from gcbench.master import decoding_quality
 from gcbench.results.recorder import RunRecorder
 from gcbench.scenario.draws import draw_run
@@ -52,8 +53,12 @@ class TrainingCluster(SimPyCluster):
     master publishes as each iteration starts), so older work is delivered with its timings but not computed.
     """
 
-    def __init__(self, scenario, scheme, draws, link_per_job: bool = False, seed: int = 0) -> None:
-        super().__init__(scenario, scheme, draws, link_per_job)
+    def __init__(self, scenario, scheme, draws, link_per_job: bool = False, seed: int = 0, compressor=None) -> None:
+        super().__init__(scenario, scheme, draws, link_per_job, compressor)
+        # per worker, its compressing end (error-feedback memory included), where the variant compresses
+        compresses = compressor is not None and compressor.name != "none"
+        self.compressor = compressor if compresses else None
+        self.senders = [Sender(compressor, seed, w) for w in range(scheme.n)] if compresses else None
         self.scheme, self.training, self.seed, self.synchronous = scheme, scenario.training, seed, link_per_job
         self.version = -1  # of the weights published last
         self.published: dict[int, np.ndarray] = {}  # version -> weights, while a job may still compute on them
@@ -100,8 +105,11 @@ class TrainingCluster(SimPyCluster):
             usable = not self.synchronous or version == self.version or self.caches is not None
             if version is not None and usable and not event.abandoned:
                 self._compute(event, version, batch)
-        elif type(event) is Failure and self.caches is not None:
-            self.caches[event.worker].clear()  # its process is gone, and its cache with it
+        elif type(event) is Failure:  # its process is gone, and its cache and compression memory with it
+            if self.caches is not None:
+                self.caches[event.worker].clear()
+            if self.senders is not None:
+                self.senders[event.worker] = Sender(self.compressor, self.seed, event.worker)
         return event
 
     def _compute(self, result: Result, version: int, batch: int) -> None:
@@ -113,12 +121,24 @@ class TrainingCluster(SimPyCluster):
             gradients[j], losses[j] = self._gradient(version, batch, j)
         messages = [m.numpy() for m in self.scheme.encode(worker, gradients)]
         if result.message is None:
-            result.messages, result.losses = messages, losses
+            self._send(result, list(range(len(messages))), messages)
+            result.losses = losses
             return
         # one message of several: the losses of the partitions computed by the time it was sent
         mid = self.scheme.messages(worker)[result.message]
         done = self.scheme.partitions(worker)[: self.scheme.ready_after(mid)]
-        result.messages, result.losses = [messages[result.message]], {j: losses[j] for j in done}
+        self._send(result, [result.message], [messages[result.message]])
+        result.losses = {j: losses[j] for j in done}
+
+    def _send(self, result: Result, indices: list[int], messages: list[np.ndarray]) -> None:
+        """The result carries these messages (by index among its worker's), compressed where the variant says,
+        then with the uncompressed ones beside them (``exact``: what compression_error is measured against)."""
+        if self.senders is None:
+            result.messages = messages
+            return
+        sender, row = self.senders[result.job.worker], result.job.row
+        result.messages = [sender.compress(i, message, row) for i, message in zip(indices, messages, strict=True)]
+        result.exact = messages
 
     def _compute_pipelined(self, result: Result, version: int, batch: int) -> None:
         """The step's partition (every held one the cache lacks) on the job's weights, then encode from the cache."""
@@ -129,7 +149,8 @@ class TrainingCluster(SimPyCluster):
         for j in cache.due(step):
             gradient, losses[j] = self._gradient(version, batch, j)
             cache.store(j, gradient, losses[j], version)
-        result.messages = [m.numpy() for m in self.scheme.encode(worker, cache.gradients())]
+        messages = [m.numpy() for m in self.scheme.encode(worker, cache.gradients())]
+        self._send(result, list(range(len(messages))), messages)
         result.losses, result.versions = losses, cache.versions()
 
     def _gradient(self, version: int, batch: int, j: int) -> tuple:
@@ -171,10 +192,11 @@ def simulate_training(
     data = data if data is not None else cached_data(scenario)
     draws = draws_for(scenario, variant, scheme, seed)
     synchronous = variant.policy.synchronous
-    cluster = TrainingCluster(scenario, scheme, draws, link_per_job=synchronous, seed=seed)
+    compressor = variant.compressor if variant.compressor.name != "none" else None
+    cluster = TrainingCluster(scenario, scheme, draws, link_per_job=synchronous, seed=seed, compressor=compressor)
     rec = RunRecorder(scenario.iterations, scenario.workers)
     with one_torch_thread():
-        learner = Learner(scheme, training, data.classes, seed)
+        learner = Learner(scheme, training, data.classes, seed, compressor)
         cluster.start(data)
         master = master_for(cluster, scenario, variant, scheme, draws, rec, learner)
         try:

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from gcbench.coding import Scheme
+from gcbench.compression import Compressor, Payload
 from gcbench.training.gradients import FlatModel
 from gcbench.training.models import build_model
 
@@ -23,12 +24,14 @@ from gcbench.training.models import build_model
 class Learner:
     """The model of one run, on the master's CPU; ``weights()`` is what the workers are sent."""
 
-    def __init__(self, scheme: Scheme, training, classes: int, seed: int) -> None:
-        self.scheme = scheme
+    def __init__(self, scheme: Scheme, training, classes: int, seed: int, compressor: Compressor | None = None) -> None:
+        """``compressor``: the variant's, when its messages arrive compressed (they are decompressed, then decoded)."""
+        self.scheme, self.compressor = scheme, compressor
         self.model = build_model(training.model, classes, seed)
         self.flat = FlatModel(self.model, training)
         self.optimizer = self.flat.optimizer
         self.d = int(sum(p.numel() for p in self.model.parameters()))
+        self.compression_error = float("nan")
 
     def weights(self) -> np.ndarray:
         """The current weights (a view: a cluster copies what it publishes before the next step)."""
@@ -36,17 +39,36 @@ class Learner:
 
     def update(self, results: list, rescale: bool) -> float:
         """Decode the results' messages, step, and return the loss of the partitions they computed."""
-        by_worker: dict[int, list] = {}
-        for result in results:
-            by_worker.setdefault(result.job.worker, []).append(result.messages)
-        received = {w: _average(messages) for w, messages in by_worker.items()}
+        received = self._received(results, "messages")
         order = received_ids(self.scheme, received)
         exact, _ = self.scheme.decode_quality(order)
-        gradient = torch.from_numpy(self.scheme.decode(received, d=self.d, approximate=not exact))
+        decoded = self.scheme.decode(received, d=self.d, approximate=not exact)
+        self.compression_error = self._compression_error(results, decoded, exact)
+        gradient = torch.from_numpy(decoded)
         if rescale and not exact:
             gradient = gradient / max(coverage(self.scheme, order), 1e-12)
         self.flat.step(gradient)
         return batch_loss([result.losses for result in results], self.scheme.k)
+
+    def _received(self, results: list, field: str) -> dict[int, list]:
+        """Per worker, the vectors of its results' ``field`` (messages, decompressed; or their exact copies),
+        averaged where one worker gave several results."""
+        by_worker: dict[int, list] = {}
+        for result in results:
+            by_worker.setdefault(result.job.worker, []).append([self._vector(m) for m in getattr(result, field)])
+        return {w: _average(messages) for w, messages in by_worker.items()}
+
+    def _vector(self, message):
+        """A message as a vector: a compressed one decompressed (None, a message not received, stays None)."""
+        return self.compressor.decompress(message) if isinstance(message, Payload) else message
+
+    def _compression_error(self, results: list, decoded: np.ndarray, exact: bool) -> float:
+        """||decoded - the same decode of the uncompressed messages|| / ||that||, where every result kept them."""
+        if self.compressor is None or any(result.exact is None for result in results):
+            return float("nan")
+        reference = self.scheme.decode(self._received(results, "exact"), d=self.d, approximate=not exact)
+        norm = float(np.linalg.norm(reference))
+        return float(np.linalg.norm(decoded - reference)) / norm if norm > 0 else float("nan")
 
 
 def received_ids(scheme: Scheme, received: dict[int, list]) -> list[int]:

@@ -151,13 +151,14 @@ class DDPRun:
         return sampler.shard_data(self.data.train_images, self.data.train_labels)
 
     def _setup(self, rank: int, device: str, backend: str, shard) -> dict[str, Any]:
-        policy, state = self.variant.policy, self.state
+        state = self.state
+        hook, rank_of_powersgd = self.variant.policy.hook_for(self.variant.compressor)  # (the scenario checked it)
         return {
             "kind": "setup", "training": self.scenario.training, "device": device, "backend": backend,
             "classes": self.data.classes, "seed": self.seed, "samples": len(self.data.train_labels), "shard": shard,
             "straggling": self.scenario.straggling, "straggles": self.draws.straggling[:, rank].tolist(),
-            "overhead": self.draws.overhead[:, rank].tolist(), "hook": policy.hook,
-            "powersgd_rank": policy.rank,
+            "overhead": self.draws.overhead[:, rank].tolist(), "hook": hook,
+            "powersgd_rank": rank_of_powersgd,
             "state": {"model": state["model"], "optimizer": state["optimizer"]} if state else None,
         }  # fmt: skip
 
