@@ -45,13 +45,13 @@ def scenario(
 
 
 class RealRun:
-    """Variant 0 of a scenario with seed 0, on Ray, driven as the tests need it: ``step(t)`` runs one
+    """Variant 0 of a scenario with seed 0, on Ray (or ``backend``), driven as the tests need it: ``step(t)`` runs one
     synchronous iteration, ``updates(first, last)`` a block of asynchronous ones; each gives a view of its row
     of the tables (and the gradient the learner stepped with). ``crash`` and ``straggling``: the (iteration or
     draw row, worker) pairs the failure and straggling models draw, replacing the scenario's draws."""
 
-    def __init__(self, sc: Scenario, crash=None, straggling=None) -> None:
-        self.run = run = VariantRun(sc, 0, 0, DATA, None)
+    def __init__(self, sc: Scenario, crash=None, straggling=None, backend: str = "ray") -> None:
+        self.run = run = VariantRun(sc, 0, 0, DATA, None, backend=backend)
         for pairs, draws in ((crash, run.draws.crash), (straggling, run.draws.straggling)):
             if pairs is not None:
                 draws[:] = False
@@ -110,8 +110,8 @@ class RealRun:
         self.run.close()
 
 
-def make_run(sc: Scenario, crash=None, straggling=None) -> RealRun:
-    return RealRun(sc, crash, straggling)
+def make_run(sc: Scenario, crash=None, straggling=None, backend: str = "ray") -> RealRun:
+    return RealRun(sc, crash, straggling, backend)
 
 
 def current_weights(real: RealRun) -> torch.Tensor:

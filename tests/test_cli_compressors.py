@@ -72,14 +72,3 @@ def test_a_simulated_run_labels_each_variant_with_its_compression(tmp_path):
         "cr(s=1)/decodable/qsgd(levels=3)",
         "uncoded/decodable/qsgd(levels=3)",
     ]
-
-
-def test_a_real_run_refuses_a_compressed_parameter_server_variant_in_a_sentence(tmp_path):
-    """Until the Ray and torch workers compress, a compressed variant would be labelled so and run uncompressed."""
-    path = tmp_path / "s.yaml"
-    path.write_text(BASE + "training: {dataset: synthetic, batch_size: 30}\ncompression: fp16\n")
-    done = runner.invoke(app, ["run", str(path), "--out", str(tmp_path / "o")])
-    assert done.exit_code == 2 and not (tmp_path / "o").exists()
-    assert "variant 'uncoded/decodable/fp16' compresses its messages, which only the simulator models so far" in (
-        " ".join(done.output.split())
-    )

@@ -176,8 +176,14 @@ WHOLE = synthetic(train=32, test=16)
 @pytest.mark.slow
 @pytest.mark.parametrize("hook", ["fp16", "bf16", "powersgd"])
 def test_each_communication_hook_trains(hook):
-    policy = {"name": "allreduce", "hook": hook, **({"rank": 2} if hook == "powersgd" else {})}
-    sc = scenario({"scheme": "uncoded", "policy": policy}, iterations=6, training={"learning_rate": 0.02})
+    """fp16 and bf16 named as the policy's hook; PowerSGD as the variant's compression, which maps onto it."""
+    variant = {"scheme": "uncoded", "policy": {"name": "allreduce", "hook": hook}}
+    if hook == "powersgd":
+        variant = {"scheme": "uncoded", "policy": "allreduce", "compression": {"name": "powersgd", "rank": 2}}
+    sc = scenario(variant, iterations=6, training={"learning_rate": 0.02})
+    assert sc.variants[0].display_label() == "uncoded/allreduce(" + (
+        "powersgd,rank=2)" if hook == "powersgd" else f"{hook})"
+    )
     iterations, _ = trained(ddp(sc, WHOLE), [6])
     losses, plain = iterations["loss"].to_numpy(), local_losses(sc, WHOLE)
     assert np.isfinite(losses).all() and (np.diff(losses) < 0).all(), losses

@@ -28,7 +28,7 @@ from gcbench.compression.low_rank import PowerSGD
 
 # isort: split
 from gcbench.compression.memory import Sender
-from gcbench.compression.union import Compression, is_valid_compression
+from gcbench.compression.union import Compression, compressor_from, is_valid_compression
 
 __all__ = [
     "COMPRESSORS",
@@ -48,6 +48,7 @@ __all__ = [
     "TopK",
     "as_vector",
     "available_compressors",
+    "compressor_from",
     "is_valid_compression",
     "register_compressor",
 ]

@@ -26,3 +26,8 @@ def is_valid_compression(value: Any) -> bool:
     except ValidationError:
         return False
     return True
+
+
+def compressor_from(spec: Any) -> Any:
+    """The compressor a spec (a name, or a mapping as a scenario or ``model_dump`` gives it) describes."""
+    return _ADAPTER.validate_python(spec)

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from gcbench.coding import make_scheme
+from gcbench.compression import Sender, compressor_from
 from gcbench.real.job_worker import JobWorker
 from gcbench.training.batches import PartitionSampler
 from gcbench.training.cache import PartitionCache
@@ -44,6 +45,10 @@ class GradientWorker(JobWorker):
         # a fresh process (the first, or one the backend started again) starts with an empty cache
         self.cache = PartitionCache(self.scheme, worker) if self.scheme.pipelined else None
         self.said_lost = False
+        # the variant's compressor, with this process's error-feedback memory (a restarted one starts empty)
+        compression = setup.get("compression")
+        self.sender = None if compression is None else Sender(compressor_from(compression), setup["seed"], worker)
+        self.said_memory_lost = False
 
     def receive(self, shards: dict[int, tuple]) -> None:
         self.shards = dict(shards)
@@ -90,7 +95,9 @@ class GradientWorker(JobWorker):
         if self.cache is not None:
             extra["versions"] = self.cache.versions()
         encoded = grads if self.cache is None else self.cache.gradients()
-        messages = [m.cpu().numpy() for m in self.scheme.encode(self.worker, encoded)]
+        vectors = dict(enumerate(m.cpu().numpy() for m in self.scheme.encode(self.worker, encoded)))
+        sent = self._compressed(batch, vectors, extra)
+        messages = [sent[i] for i in sorted(sent)]
         load = np.array([len(grads)], dtype=float)
         penalty = self.straggling.penalty(np.array([computed - start]), load, np.array([straggling]))
         delay = float(penalty[0]) + overhead  # modelled time on top of the measured compute, as in the simulator
@@ -134,7 +141,7 @@ class GradientWorker(JobWorker):
                 continue
             computed = time.time()
             delay = self._share(computed - start - slept, done, len(parts), straggling, overhead) - slept
-            messages = self._encode_some(grads, due)
+            messages = self._compressed(batch, self._encode_some(grads, due))
             if self.sleep(job, computed + max(delay, 0.0)):
                 yield self.reply(start, time.time(), True, injected=time.time() - computed + slept, final=True)
                 return
@@ -144,6 +151,17 @@ class GradientWorker(JobWorker):
                 computed_losses = {p: losses[p] for p in parts[:done]}
                 yield self.reply(start, time.time(), False, messages=[messages[i]], losses=computed_losses,
                                  injected=slept, message=i, final=left == 0)  # fmt: skip
+
+    def _compressed(self, batch: int, messages: dict[int, np.ndarray], extra: dict | None = None) -> dict:
+        """The messages (by index among this worker's) as the variant sends them: compressed with this process's
+        error-feedback memory, keyed by the mini-batch (every worker of an iteration shares it, so random-k's
+        indices agree). A memory lost with a restarted process is said once (``memory_lost``)."""
+        if self.sender is None:
+            return messages
+        if extra is not None and self.sender.compressor.feedback and batch > 0 and not self.sender.states:
+            if not self.said_memory_lost:
+                extra["memory_lost"], self.said_memory_lost = True, True
+        return {i: self.sender.compress(i, vector, batch) for i, vector in messages.items()}
 
     def _share(self, work: float, done: int, load: int, straggling: bool, overhead: float) -> float:
         """The injected delay due once ``done`` of ``load`` partitions are computed in ``work`` seconds."""

@@ -68,7 +68,6 @@ def check_real(scenario: Scenario, path: Path) -> None:
     if training.dataset == "synthetic" and training.data_dir:
         raise GcbenchError(f"{path}: training.data_dir ({training.data_dir}) is for cifar10; the dataset is synthetic.")
     refuse_allreduce_failures(scenario, path)
-    refuse_compressed_messages(scenario, path)
     partitions_of = [(f"variant '{v.display_label()}'", scheme_for(scenario, v).k) for v in scenario.variants]
     for label, partitions in partitions_of + [("the local backend", scenario.workers)]:
         if training.batch_size % partitions:
@@ -98,16 +97,4 @@ def refuse_allreduce_failures(scenario: Scenario, path: Path) -> None:
         raise GcbenchError(
             f"{path}: failures.model is {scenario.failures.model}, but variant '{ddp[0]}' is DistributedDataParallel, "
             "which has no fault tolerance; give failures: {model: none}, or leave it out with --variants."
-        )
-
-
-def refuse_compressed_messages(scenario: Scenario, path: Path) -> None:
-    """The real workers send their messages uncompressed: a variant that says otherwise would be labelled as
-    compressed and run as not. (allreduce's compression is PyTorch's communication hook, which real mode runs.)"""
-    compressed = [v for v in scenario.variants if v.policy.needs_master and v.compressor.name != "none"]
-    if compressed:
-        raise GcbenchError(
-            f"{path}: variant '{compressed[0].display_label()}' compresses its messages, which only the simulator "
-            "models so far (the Ray and torch workers send them uncompressed); give it compression: none, leave it "
-            "out with --variants, or simulate it."
         )

@@ -52,7 +52,9 @@ def cluster_for(scenario: Scenario, variant, scheme, seed: int, draws, clock: Wa
     """The variant's workers on the cluster registered as ``backend`` (ray, torch), fed by the run's draws
     (injected straggling, crashes, overhead)."""
     device = str(resolve_device(scenario.training.device))
-    return cluster_class(backend)(scenario, scheme, draws, seed=seed, device=device, clock=clock)
+    return cluster_class(backend)(
+        scenario, scheme, draws, seed=seed, device=device, clock=clock, compressor=variant.compressor
+    )
 
 
 class VariantRun:
@@ -123,7 +125,8 @@ class VariantRun:
 
     def _start(self):
         scenario, training = self.scenario, self.scenario.training
-        self.learner = Learner(self.scheme, training, self.data.classes, self.seed)
+        compressor = self.variant.compressor if self.variant.compressor.name != "none" else None
+        self.learner = Learner(self.scheme, training, self.data.classes, self.seed, compressor)
         self.rng = torch.get_rng_state()
         self.cluster = cluster_for(scenario, self.variant, self.scheme, self.seed, self.draws, self.clock, self.backend)
         self.cluster.start(self.data)

@@ -30,7 +30,7 @@ from gcbench.master import RunStuck
 from gcbench.real.backend import RealBackend
 from gcbench.real.clock import WallClock
 from gcbench.real.due_events import DueEvents
-from gcbench.scenario.draws import RunDraws, draw_run, message_bytes
+from gcbench.scenario.draws import RunDraws, draw_run, message_bytes, message_delay
 
 log = logging.getLogger("gcbench")
 INF = float("inf")
@@ -45,10 +45,13 @@ class WallClockCluster(RealBackend, Cluster):
     of ``gcbench run``, ``RealBackend``'s defaults unless it declares otherwise."""
 
     def __init__(self, scenario, scheme, draws: RunDraws, seed: int = 0, device: str | None = None,
-                 clock: WallClock | None = None):  # fmt: skip
+                 clock: WallClock | None = None, compressor=None):  # fmt: skip
         """``seed``: the run's (the workers sample their mini-batches with it); ``device``: where workers
-        train (default: the scenario's, resolved); ``clock``: the run's clock (default: one of its own)."""
+        train (default: the scenario's, resolved); ``clock``: the run's clock (default: one of its own);
+        ``compressor``: the variant's (gcbench.compression), with which training workers compress their messages
+        (None or none: they send them as they are)."""
         self.scenario, self.scheme, self.seed, self.device = scenario, scheme, seed, device
+        self.compressor = compressor if compressor is not None and compressor.name != "none" else None
         self.n, self.timeout = scenario.workers, scenario.training.timeout
         self.straggling, self.overhead = draws.straggling.tolist(), draws.overhead.tolist()
         self.busy = draws.busy.tolist()
@@ -83,10 +86,12 @@ class WallClockCluster(RealBackend, Cluster):
         self.clock.resume()
 
     # -- starting ---------------------------------------------------------------------------------
-    def _transfer(self) -> float:
-        """One message's modelled transfer time (a timing-only run holds each result back by it)."""
-        bandwidth = self.scenario.network.bandwidth
-        return 0.0 if bandwidth is None else message_bytes(self.scenario, self.scheme) / bandwidth
+    def _modelled_delay(self) -> float:
+        """One message's modelled time on the way, as the simulator's (latency, compressing and decompressing it,
+        its transfer): a timing-only run holds each result back by it."""
+        bandwidth, compressor = self.scenario.network.bandwidth, self.compressor
+        transfer = 0.0 if bandwidth is None else message_bytes(self.scenario, self.scheme, compressor) / bandwidth
+        return message_delay(self.scenario, self.scheme, compressor) + transfer
 
     def _training_setup(self, data) -> tuple[list, dict[str, Any], dict[str, Any]]:
         """What the workers of a run that trains need: every partition's shard, the setup of their model and
@@ -101,6 +106,7 @@ class WallClockCluster(RealBackend, Cluster):
             "device": self.device or str(resolve_device(training.device)), "model": training.model,
             "classes": data.classes, "seed": self.seed, "samples": len(data.train_labels),
             "batch_size": training.batch_size, "straggling": self.scenario.straggling,
+            "compression": None if self.compressor is None else self.compressor.model_dump(mode="json"),
         }  # fmt: skip
         spec = {"name": scheme.name, "n": scheme.n, "s": scheme.s, "params": dict(scheme.params)}
         return shards, setup, spec
@@ -178,6 +184,9 @@ class WallClockCluster(RealBackend, Cluster):
         versions = reply.get("versions") if self.keeps_caches else None
         result = Result(job, at, start, end, messages, reply["abandoned"], losses, injected, versions)
         result.message, result.final = reply.get("message"), reply.get("final", True)
+        if reply.get("memory_lost"):  # a compressing worker's error-feedback memory died with its process
+            log.warning(f"gcbench: worker {job.worker} lost its compression error-feedback memory with its process; "
+                        f"from step {job.row} it starts a new one")  # fmt: skip
         if self.keeps_caches and reply.get("refilled"):  # a pipelined worker's cache died with its process
             log.warning(f"gcbench: worker {job.worker} lost its cached partition gradients with its process; "
                         f"from step {job.row} it computes partitions {reply['refilled']} again")  # fmt: skip

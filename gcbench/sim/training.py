@@ -121,23 +121,24 @@ class TrainingCluster(SimPyCluster):
             gradients[j], losses[j] = self._gradient(version, batch, j)
         messages = [m.numpy() for m in self.scheme.encode(worker, gradients)]
         if result.message is None:
-            self._send(result, list(range(len(messages))), messages)
+            self._send(result, list(range(len(messages))), messages, batch)
             result.losses = losses
             return
         # one message of several: the losses of the partitions computed by the time it was sent
         mid = self.scheme.messages(worker)[result.message]
         done = self.scheme.partitions(worker)[: self.scheme.ready_after(mid)]
-        self._send(result, [result.message], [messages[result.message]])
+        self._send(result, [result.message], [messages[result.message]], batch)
         result.losses = {j: losses[j] for j in done}
 
-    def _send(self, result: Result, indices: list[int], messages: list[np.ndarray]) -> None:
-        """The result carries these messages (by index among its worker's), compressed where the variant says,
-        then with the uncompressed ones beside them (``exact``: what compression_error is measured against)."""
+    def _send(self, result: Result, indices: list[int], messages: list[np.ndarray], batch: int) -> None:
+        """The result carries these messages (by index among its worker's), compressed where the variant says
+        (keyed by the mini-batch, as a real worker's), then with the uncompressed ones beside them (``exact``:
+        what compression_error is measured against)."""
         if self.senders is None:
             result.messages = messages
             return
-        sender, row = self.senders[result.job.worker], result.job.row
-        result.messages = [sender.compress(i, message, row) for i, message in zip(indices, messages, strict=True)]
+        sender = self.senders[result.job.worker]
+        result.messages = [sender.compress(i, message, batch) for i, message in zip(indices, messages, strict=True)]
         result.exact = messages
 
     def _compute_pipelined(self, result: Result, version: int, batch: int) -> None:
@@ -150,7 +151,7 @@ class TrainingCluster(SimPyCluster):
             gradient, losses[j] = self._gradient(version, batch, j)
             cache.store(j, gradient, losses[j], version)
         messages = [m.numpy() for m in self.scheme.encode(worker, cache.gradients())]
-        self._send(result, list(range(len(messages))), messages)
+        self._send(result, list(range(len(messages))), messages, batch)
         result.losses, result.versions = losses, cache.versions()
 
     def _gradient(self, version: int, batch: int, j: int) -> tuple:

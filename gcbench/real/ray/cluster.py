@@ -69,11 +69,11 @@ class RayCluster(StreamedJobs, WallClockCluster):
         return len([node for node in ray.nodes() if node.get("Alive")]) <= 1
 
     def __init__(self, scenario, scheme, draws: RunDraws, seed: int = 0, device: str | None = None,
-                 clock: WallClock | None = None):  # fmt: skip
+                 clock: WallClock | None = None, compressor=None):  # fmt: skip
         """As every wall-clock cluster's (``WallClockCluster``); Ray must be initialised."""
         import ray
 
-        super().__init__(scenario, scheme, draws, seed, device, clock)
+        super().__init__(scenario, scheme, draws, seed, device, clock, compressor)
         self.ray, self.weights, self.version = ray, None, -1
         self.actors: list = []  # (self.data: per worker, partition -> [shard ref], for restarts)
         self.jobs: dict[Any, Job] = {}  # compute refs (streams for several messages) in flight, in submission order
@@ -90,7 +90,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
 
         options = {"concurrency_groups": {"control": 1}, "num_cpus": 0, "max_restarts": -1}
         if data is None:
-            self.delay = self.scenario.network.latency + self._transfer()
+            self.delay = self._modelled_delay()
             actor = self.ray.remote(**options)(SleepingWorker)
             self.actors = [actor.remote(w) for w in range(self.n)]
         else:

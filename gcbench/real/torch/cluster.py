@@ -76,9 +76,9 @@ class TorchCluster(WallClockCluster):
             torchrun.stop_agents()
 
     def __init__(self, scenario, scheme, draws: RunDraws, seed: int = 0, device: str | None = None,
-                 clock: WallClock | None = None):  # fmt: skip
+                 clock: WallClock | None = None, compressor=None):  # fmt: skip
         """As every wall-clock cluster's (``WallClockCluster``); nothing needs setting up."""
-        super().__init__(scenario, scheme, draws, seed, device, clock)
+        super().__init__(scenario, scheme, draws, seed, device, clock, compressor)
         self.spec, self.weights, self.version, self.has_version = None, None, 0, [-1] * self.n
         self.attached = None  # the published weights, pickled once (channel.Attachment)
         self.rendezvous, self.inbox, self.numbers = None, queue.Queue(), itertools.count()
@@ -93,7 +93,7 @@ class TorchCluster(WallClockCluster):
     def start(self, data=None) -> None:
         """Spawn the workers, join their channels, give them their data, wait until each is ready."""
         if data is None:
-            self.delay = self.scenario.network.latency + self._transfer()
+            self.delay = self._modelled_delay()
         else:
             self.trains, self.spec = True, self._training_spec(data)
         self.rendezvous, self.launcher, self.scope = self._meeting_place()
