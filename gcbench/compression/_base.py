@@ -60,6 +60,23 @@ class Payload:
     def nbytes(self) -> int:
         return sum(array.nbytes for array in self.arrays.values()) + (KEY_BYTES if self.key is not None else 0)
 
+    def __reduce__(self):
+        """Pickled (Ray's object store, the torch channel) as its arrays' bytes in one buffer, beside a few names
+        and numbers: pickled one by one, each array's framing cost 100-150 bytes, 7% of a small PowerSGD message."""
+        layout = tuple((name, array.dtype.str, array.shape) for name, array in self.arrays.items())
+        data = b"".join(np.ascontiguousarray(array).tobytes() for array in self.arrays.values())
+        key = None if self.key is None else (self.key.seed, self.key.iteration, self.key.worker, self.key.message)
+        return _unpickle_payload, (self.name, self.length, layout, data, key)
+
+
+def _unpickle_payload(name: str, length: int, layout: tuple, data: bytes, key: tuple | None) -> Payload:
+    arrays, offset = {}, 0
+    for array_name, dtype, shape in layout:
+        array = np.frombuffer(data, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)), offset=offset)
+        arrays[array_name] = array.reshape(shape)
+        offset += array.nbytes
+    return Payload(name, length, arrays, None if key is None else Key(*key))
+
 
 KEY_BYTES = 24  # seed and iteration as int64, worker and message as int32
 NO_KEY = Key()  # a message's key where the caller gives none (a deterministic compressor needs none)

@@ -142,3 +142,19 @@ CHECKS = (
     check_memory_carries_the_residual,
     check_deterministic,
 )
+
+
+def check_pickles_whole(compressor: Compressor, length: int = 1001) -> None:
+    """A payload pickled (as Ray and the torch channel send it) and read back decompresses to the same vector,
+    and its framing beyond the payload's bytes is a small constant (``PICKLE_FRAMING`` at most)."""
+    import pickle
+
+    payload = compressor.compress(vector(length), Key(1, 2, 3, 0), {})
+    data = pickle.dumps(payload, protocol=5)
+    back = pickle.loads(data)
+    np.testing.assert_array_equal(compressor.decompress(back), compressor.decompress(payload))
+    assert back.nbytes == payload.nbytes and len(data) - payload.nbytes <= PICKLE_FRAMING, len(data) - payload.nbytes
+
+
+PICKLE_FRAMING = 200  # bytes a pickled payload may take beyond its stated size (names, shapes, the key)
+CHECKS = (*CHECKS, check_pickles_whole)
