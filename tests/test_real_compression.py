@@ -40,12 +40,13 @@ def test_a_coded_scheme_with_randomk_decodes_the_exact_gradient_compressed(backe
 @pytest.mark.slow
 def test_a_restarted_torch_worker_has_lost_its_error_feedback_memory_and_says_so(caplog):
     """Top-k keeps each worker's residual in its process: killed between iterations, the worker's replacement
-    starts a new memory, and the run's log says so once; training goes on."""
+    starts a new memory, and the run's log says so once; training goes on. (wait_all: the next iteration waits for
+    the replacement, however long a loaded machine takes to start it.)"""
     import os
     import signal
 
-    run = make_run(scenario({"scheme": "fr", "s": 1, "compression": {"name": "topk", "ratio": 0.1}}, iterations=5),
-                   backend="torch")  # fmt: skip
+    variant = {"scheme": "uncoded", "policy": "wait_all", "compression": {"name": "topk", "ratio": 0.1}}
+    run = make_run(scenario(variant, iterations=5), backend="torch")
     try:
         run.step(0)
         run.step(1)
@@ -53,7 +54,7 @@ def test_a_restarted_torch_worker_has_lost_its_error_feedback_memory_and_says_so
         with caplog.at_level("WARNING", logger="gcbench"):
             for t in range(2, 5):
                 step = run.step(t)
-                assert step.exact and step.loss == step.loss
+                assert step.exact and step.loss == step.loss and 2 in step.arrivals
         lost = [r.getMessage() for r in caplog.records if "compression error-feedback memory" in r.getMessage()]
         assert len(lost) == 1 and lost[0].startswith("gcbench: worker 2 lost its compression error-feedback memory")
     finally:
