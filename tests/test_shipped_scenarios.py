@@ -16,7 +16,12 @@ from gcbench.sim.runner import simulate_points
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
 GOLDEN = ROOT / "tests" / "golden" / "stragglers_summary.csv"
-TRAINED = {"trained_sweep", "approximate_codes", "scheme_family"}  # they train in the simulator: seconds each
+TRAINED = {
+    "trained_sweep",
+    "approximate_codes",
+    "scheme_family",
+    "compression",
+}  # they train in the simulator: seconds each
 
 
 def shortened(points, iterations=20):

@@ -28,7 +28,14 @@ variants: [{label: uncoded, scheme: uncoded, policy: wait_all}, {scheme: fr, s: 
 training: {dataset: synthetic, batch_size: 32, eval_every: 3, checkpoint_every: 2, device: cpu}
 """
 
-CRASHES = SCENARIO.replace("training:", "failures: {model: crash, probability: 0.08, downtime: 0.5}\ntraining:")
+# one variant (FR s = 1: it decodes past a crash) is enough to compare with the loopback run; variants share the
+# crash draws of their seed, so uncoded beside it would only run the same crashes again
+CRASHES = SCENARIO.replace(
+    "training:", "failures: {model: crash, probability: 0.08, downtime: 0.5}\ntraining:"
+).replace(
+    "variants: [{label: uncoded, scheme: uncoded, policy: wait_all}, {scheme: fr, s: 1}]",
+    "variants: [{scheme: fr, s: 1}]",
+)
 
 
 def torchrun(ranks: int, *args: str, timeout: float = 420) -> subprocess.CompletedProcess:
@@ -72,7 +79,7 @@ def test_a_torchrun_run_with_drawn_crashes_trains_as_the_one_machine_run_does_an
     assert workers["failed"].any(), "the scenario draws crashes: some worker must have failed"
     key = ["variant", "seed", "iteration"]
     ran, here = ran.sort_values(key).reset_index(drop=True), here.sort_values(key).reset_index(drop=True)
-    assert len(ran) == 16 and (ran[key] == here[key]).all().all()
+    assert len(ran) == 8 and (ran[key] == here[key]).all().all()
     # same data, model, seed and draws, and every decode exact: the same training (only timings differ)
     assert ran["exact"].all() and here["exact"].all()
     np.testing.assert_allclose(ran["loss"], here["loss"], rtol=1e-4)
