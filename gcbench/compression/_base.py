@@ -102,17 +102,21 @@ class Compressor(Config):
         over them."""
         return False
 
+    # what a compressor claims whatever its parameters (one whose claim depends on them overrides the property)
+    claims_unbiased: ClassVar[bool] = False
+    claims_linear: ClassVar[bool] = False
+
     @property
     def unbiased(self) -> bool:
         """E[decompress(compress(x))] = x over the key's randomness (or exactly, for a deterministic one)."""
-        raise NotImplementedError
+        return self.claims_unbiased
 
     @property
     def linear(self) -> bool:
         """Whether compressing commutes with a linear decode: decompress(compress(sum_i w_i x_i)) equals
         sum_i w_i decompress(compress(x_i)) for messages of one iteration (up to rounding), so a decoded
         gradient is the compressed exact gradient."""
-        raise NotImplementedError
+        return self.claims_linear
 
     @property
     def feedback(self) -> bool:

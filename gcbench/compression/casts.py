@@ -17,8 +17,8 @@ class NoCompression(Compressor):
     name: Literal["none"] = "none"
     reference: ClassVar[str] = "-"
 
-    unbiased = property(lambda self: True)
-    linear = property(lambda self: True)
+    claims_unbiased: ClassVar[bool] = True
+    claims_linear: ClassVar[bool] = True
 
     def payload_bytes(self, length: int, itemsize: int = 4) -> int:
         return length * itemsize
@@ -43,8 +43,7 @@ class Float16(Compressor):
     name: Literal["fp16"] = "fp16"
     reference: ClassVar[str] = "IEEE 754 binary16; PyTorch DDP fp16_compress_hook"
 
-    unbiased = property(lambda self: False)
-    linear = property(lambda self: True)
+    claims_linear: ClassVar[bool] = True  # up to rounding
 
     def payload_bytes(self, length: int, itemsize: int = 4) -> int:
         return 2 * length
@@ -67,8 +66,7 @@ class BFloat16(Compressor):
     name: Literal["bf16"] = "bf16"
     reference: ClassVar[str] = "Kalamkar et al. 2019; PyTorch DDP bf16_compress_hook"
 
-    unbiased = property(lambda self: False)
-    linear = property(lambda self: True)
+    claims_linear: ClassVar[bool] = True  # up to rounding
 
     def payload_bytes(self, length: int, itemsize: int = 4) -> int:
         return 2 * length

@@ -48,10 +48,6 @@ class PowerSGD(Compressor):
         return self.shared_factor
 
     @property
-    def unbiased(self) -> bool:
-        return False
-
-    @property
     def linear(self) -> bool:
         return self.shared_factor
 

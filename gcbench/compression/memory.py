@@ -23,7 +23,8 @@ class Sender:
         self.states: dict[int, dict[str, Any]] = {}  # message index -> the compressor's state and "residual"
 
     def compress(self, message: int, vector: Any, iteration: int) -> Payload:
-        """Message ``message`` of this worker, computed for draw row ``iteration``, compressed."""
+        """Message ``message`` (its index among this worker's) of ``iteration`` (the job's mini-batch, which every
+        worker of one iteration shares: the key's shared randomness), compressed."""
         key = Key(self.seed, iteration, self.worker, message)
         state = self.states.setdefault(message, {})
         x = as_vector(vector)

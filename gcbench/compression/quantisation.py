@@ -32,13 +32,7 @@ class QSGD(Compressor):
     def random(self) -> bool:
         return True
 
-    @property
-    def unbiased(self) -> bool:
-        return True
-
-    @property
-    def linear(self) -> bool:
-        return False
+    claims_unbiased: ClassVar[bool] = True
 
     @property
     def width(self) -> int:
@@ -81,14 +75,6 @@ class ScaledSign(Compressor):
 
     reference: ClassVar[str] = "Karimireddy et al., ICML 2019"
     examples: ClassVar[tuple] = ({"error_feedback": False},)
-
-    @property
-    def unbiased(self) -> bool:
-        return False
-
-    @property
-    def linear(self) -> bool:
-        return False
 
     def payload_bytes(self, length: int, itemsize: int = 4) -> int:
         return packed_bytes(length, 1) + 4

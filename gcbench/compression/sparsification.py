@@ -36,14 +36,6 @@ class TopK(Compressor):
     reference: ClassVar[str] = "Aji and Heafield, EMNLP 2017; Stich et al., NeurIPS 2018"
     examples: ClassVar[tuple] = ({"ratio": 0.1, "error_feedback": False}, {"ratio": 1.0})
 
-    @property
-    def unbiased(self) -> bool:
-        return False
-
-    @property
-    def linear(self) -> bool:
-        return False
-
     def payload_bytes(self, length: int, itemsize: int = 4) -> int:
         return kept(length, self.ratio) * (index_bytes(length) + 4)
 
@@ -82,13 +74,11 @@ class RandomK(Compressor):
     def random(self) -> bool:
         return self.ratio < 1  # (every entry kept: nothing drawn)
 
-    @property
-    def unbiased(self) -> bool:
-        return not self.error_feedback
+    claims_linear: ClassVar[bool] = True
 
     @property
-    def linear(self) -> bool:
-        return True
+    def unbiased(self) -> bool:
+        return not self.error_feedback  # scaled by d / k only without feedback
 
     def payload_bytes(self, length: int, itemsize: int = 4) -> int:
         return kept(length, self.ratio) * 4 + KEY_BYTES
