@@ -2,7 +2,8 @@
 iteration exactly once, the run's provenance kept; and the local Ray instance a driver starts listens on the
 loopback interface only, without a metrics exporter.
 
-Each driver starts a Ray instance of its own (seconds of a loaded machine's time), so the interrupted run that
+Each Ray driver starts a Ray instance of its own (seconds of a loaded machine's time; the SIGTERM to the driver
+alone is sent to a torch-backend driver, which starts none), so the interrupted run that
 Ctrl-C ends is also the one whose process tree is checked with ``ss``: every listening TCP socket of the
 driver, GCS, raylet, agents and workers is bound to 127.0.0.1, and no Ray metrics endpoint answers but the two
 docs/security.md names (the autoscaler's and the dashboard head's, on 127.0.0.1).
