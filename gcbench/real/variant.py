@@ -53,7 +53,7 @@ def cluster_for(scenario: Scenario, variant, scheme, seed: int, draws, clock: Wa
     (injected straggling, crashes, overhead)."""
     device = str(resolve_device(scenario.training.device))
     return cluster_class(backend)(
-        scenario, scheme, draws, seed=seed, device=device, clock=clock, compressor=variant.compressor
+        scenario, scheme, draws, seed=seed, device=device, clock=clock, compressor=variant.sent_compressed
     )
 
 
@@ -125,8 +125,7 @@ class VariantRun:
 
     def _start(self):
         scenario, training = self.scenario, self.scenario.training
-        compressor = self.variant.compressor if self.variant.compressor.name != "none" else None
-        self.learner = Learner(self.scheme, training, self.data.classes, self.seed, compressor)
+        self.learner = Learner(self.scheme, training, self.data.classes, self.seed, self.variant.sent_compressed)
         self.rng = torch.get_rng_state()
         self.cluster = cluster_for(scenario, self.variant, self.scheme, self.seed, self.draws, self.clock, self.backend)
         self.cluster.start(self.data)

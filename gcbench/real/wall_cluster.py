@@ -48,10 +48,10 @@ class WallClockCluster(RealBackend, Cluster):
                  clock: WallClock | None = None, compressor=None):  # fmt: skip
         """``seed``: the run's (the workers sample their mini-batches with it); ``device``: where workers
         train (default: the scenario's, resolved); ``clock``: the run's clock (default: one of its own);
-        ``compressor``: the variant's (gcbench.compression), with which training workers compress their messages
-        (None or none: they send them as they are)."""
+        ``compressor``: the variant's (``Variant.sent_compressed``), with which training workers compress their
+        messages (None: they send them as they are)."""
         self.scenario, self.scheme, self.seed, self.device = scenario, scheme, seed, device
-        self.compressor = compressor if compressor is not None and compressor.name != "none" else None
+        self.compressor = compressor
         self.n, self.timeout = scenario.workers, scenario.training.timeout
         self.straggling, self.overhead = draws.straggling.tolist(), draws.overhead.tolist()
         self.busy = draws.busy.tolist()

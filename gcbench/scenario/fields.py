@@ -118,6 +118,11 @@ class Variant(Config):
         """The compressor its workers' messages go through (``none`` where it gives none)."""
         return self.compression if self.compression is not None else NoCompression()
 
+    @property
+    def sent_compressed(self) -> Compressor | None:
+        """The compressor its workers apply to their messages, or None where they send them as they are."""
+        return None if self.compressor.name == "none" else self.compressor
+
     def display_label(self) -> str:
         if self.label:
             return self.label

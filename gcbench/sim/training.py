@@ -55,10 +55,10 @@ class TrainingCluster(SimPyCluster):
 
     def __init__(self, scenario, scheme, draws, link_per_job: bool = False, seed: int = 0, compressor=None) -> None:
         super().__init__(scenario, scheme, draws, link_per_job, compressor)
-        # per worker, its compressing end (error-feedback memory included), where the variant compresses
-        compresses = compressor is not None and compressor.name != "none"
-        self.compressor = compressor if compresses else None
-        self.senders = [Sender(compressor, seed, w) for w in range(scheme.n)] if compresses else None
+        # ``compressor``: the variant's (Variant.sent_compressed; None: uncompressed); per worker, its compressing
+        # end, error-feedback memory included
+        self.compressor = compressor
+        self.senders = None if compressor is None else [Sender(compressor, seed, w) for w in range(scheme.n)]
         self.scheme, self.training, self.seed, self.synchronous = scheme, scenario.training, seed, link_per_job
         self.version = -1  # of the weights published last
         self.published: dict[int, np.ndarray] = {}  # version -> weights, while a job may still compute on them
@@ -193,7 +193,7 @@ def simulate_training(
     data = data if data is not None else cached_data(scenario)
     draws = draws_for(scenario, variant, scheme, seed)
     synchronous = variant.policy.synchronous
-    compressor = variant.compressor if variant.compressor.name != "none" else None
+    compressor = variant.sent_compressed
     cluster = TrainingCluster(scenario, scheme, draws, link_per_job=synchronous, seed=seed, compressor=compressor)
     rec = RunRecorder(scenario.iterations, scenario.workers)
     with one_torch_thread():
