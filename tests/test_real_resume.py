@@ -41,7 +41,7 @@ HAS_SS = shutil.which("ss") is not None and shutil.which("ps") is not None
 
 SCENARIO = """\
 name: resume
-workers: 4
+workers: 2
 iterations: 12
 compute: {per_partition: {distribution: exponential, rate: 10}}
 straggling: {model: independent, probability: 0.3, delay: 0.2}

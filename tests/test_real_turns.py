@@ -2,8 +2,8 @@
 every iteration exactly once, each variant's clock stopped while the others run), --variants for real, the
 shared schema with loss and accuracy, and asynchronous policies recording their staleness.
 
-One run serves every check here (each variant starts its 4 Ray actors, each importing torch: seconds apiece);
-the checks read its output and tables.
+One run serves every check here (each variant starts its Ray actors, each importing torch: seconds apiece, so
+two workers a variant); the checks read its output and tables.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from gcbench.results import read_results  # noqa: E402
 
 SCENARIO = """\
 name: turns
-workers: 4
+workers: 2
 iterations: 6
 compute: {per_partition: {distribution: exponential, rate: 20}}
 straggling: {model: independent, probability: 0.3, delay: 0.2}
@@ -37,7 +37,7 @@ training: {dataset: synthetic, batch_size: 32, device: cpu, eval_every: 3, check
 """
 CHOSEN = ["uncoded", "FR s=1", "async", "2-async"]  # (not CR s=1: --variants leaves it out)
 SYNCHRONOUS, ASYNCHRONOUS = CHOSEN[:2], CHOSEN[2:]
-ITERATIONS, WORKERS = 6, 4
+ITERATIONS, WORKERS = 6, 2
 
 
 @pytest.fixture(scope="module")
