@@ -78,7 +78,8 @@ def real_run(tmp_path_factory) -> Path:
                     "variant": label, "scheme": scheme, "s": s, "m": m,
                     "policy": "wait_all" if scheme == "uncoded" else "decodable",
                     "point": 0, "seed": 0, "iteration": np.arange(30), "start": end - duration, "end": end,
-                    "duration": duration, "messages_used": 6, "stop": "decodable", "exact": True, "residual": 0.0,
+                    "duration": duration, "messages_used": 6, "bytes_received": 6 * 755_240.0, "stop": "decodable",
+                    "exact": True, "residual": 0.0,
                     "staleness": 0.0, "loss": 2.3 * np.exp(-np.arange(30) / 15), "accuracy": np.linspace(0.1, 0.5, 30),
                 }
             )

@@ -26,6 +26,8 @@ VARIANTS = (("uncoded", "uncoded", 0, "wait_all"), ("FR s=1", "fr", 1, "decodabl
 
 
 def iteration_rows(iterations: int, variants=VARIANTS, stop: str = "decodable") -> pd.DataFrame:
+    """Iterations as an earlier gcbench wrote them: without bytes_received (added later), which plotting reads as
+    NaN, so every test here also proves such a run still plots."""
     frames = []
     for label, scheme, s, policy in variants:
         duration = 0.2 + 0.01 * np.arange(iterations)

@@ -15,6 +15,7 @@ from gcbench.scenario.loading import SweepPoint
 from gcbench.scenario.schema import Scenario
 from gcbench.sim.event import simulate_event
 from gcbench.sim.synchronous import simulate_synchronous
+from gcbench.sim.tasks import Task, run_task
 
 D = 1_000_000
 
@@ -82,6 +83,24 @@ def test_both_engines_agree_with_compressed_messages(variant):
         iterations=40,
     )
     assert_engines_agree(SweepPoint({}, sc), 0)
+
+
+def test_each_iteration_records_the_bytes_of_the_messages_it_used():
+    """bytes_received = messages used x one message's bytes: 4 d uncompressed, the payload compressed, and a
+    CCE-CR message (m = 2) half the entries; on the event engine and the vectorised one alike."""
+    straggling = {"model": "independent", "probability": 0.3, "delay": 0.3}
+    variants = [
+        {"scheme": "uncoded", "policy": "wait_all"},
+        {"scheme": "fr", "s": 1, "compression": {"name": "topk", "ratio": 0.01}},
+        {"scheme": "cce_cr", "s": 1, "m": 2, "compression": "fp16"},
+    ]
+    one = [4 * D, COMPRESSORS.get("topk")(ratio=0.01).payload_bytes(D), 2 * (D // 2)]
+    for engine in ("vectorised", "event"):
+        sc = scenario(straggling=straggling, variants=variants, engine=engine)
+        for index, size in enumerate(one):
+            iterations, _ = run_task(SweepPoint({}, sc), 0, Task(0, index, 0), False)
+            assert iterations["bytes_received"].tolist() == (iterations["messages_used"] * float(size)).tolist()
+        assert iterations["messages_used"].max() > iterations["messages_used"].min()  # (it counts what was used)
 
 
 def test_the_scenario_s_compression_is_each_variant_s_that_gives_none():

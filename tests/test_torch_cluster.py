@@ -321,6 +321,16 @@ def test_gcbench_run_backend_torch_writes_the_shared_schema_and_leaves_no_proces
     used = workers[workers["used"]]
     assert (used["arrival"] >= used["compute_start"]).all() and (used["injected_delay"] >= 0).all()
     assert not workers["failed"].any()
+    # bytes received: per used message, a float32 slice of ceil(d / m) of the model's d parameters; DDP's
+    # all-reduce has no master receiving messages (NaN)
+    from gcbench.training.models import build_model
+
+    training = meta["scenario"]["training"]
+    d = sum(p.numel() for p in build_model(training["model"], 10, 0).parameters())
+    served = iterations[iterations["policy"] != "allreduce"]
+    expected = served["messages_used"] * 4 * -(-d // served["m"])
+    assert served["bytes_received"].tolist() == expected.astype(float).tolist()
+    assert iterations.loc[iterations["policy"] == "allreduce", "bytes_received"].isna().all()
 
 
 @pytest.mark.slow

@@ -22,11 +22,13 @@ from gcbench.errors import GcbenchError
 KEYS = ("model", "optimizer", "torch_rng", "next_iteration", "rows", "workers")
 FLOAT, INT = (float, int), (int,)
 ITERATION_TYPES = {
-    "iteration": INT, "start": FLOAT, "end": FLOAT, "duration": FLOAT, "messages_used": INT, "stop": (str,),
-    "exact": (bool,), "residual": FLOAT, "staleness": FLOAT, "loss": FLOAT, "accuracy": FLOAT,
-    "compression_error": FLOAT,
+    "iteration": INT, "start": FLOAT, "end": FLOAT, "duration": FLOAT, "messages_used": INT,
+    "bytes_received": FLOAT, "stop": (str,), "exact": (bool,), "residual": FLOAT, "staleness": FLOAT, "loss": FLOAT,
+    "accuracy": FLOAT, "compression_error": FLOAT,
 }  # fmt: skip
-ADDED_LATER = {"compression_error"}  # columns a checkpoint written before them lacks (restored as NaN)
+# columns a checkpoint written before them lacks (compression_error is restored as NaN; bytes_received is computed
+# again from messages_used)
+ADDED_LATER = {"compression_error", "bytes_received"}
 WORKER_TYPES = {
     "iteration": INT, "worker": INT, "partitions": INT, "used": (bool,), "straggling": (bool,), "failed": (bool,),
     "compute_start": FLOAT, "compute_end": FLOAT, "injected_delay": FLOAT, "arrival": FLOAT,

@@ -126,6 +126,8 @@ class VariantRun:
     def _start(self):
         scenario, training = self.scenario, self.scenario.training
         self.learner = Learner(self.scheme, training, self.data.classes, self.seed, self.variant.sent_compressed)
+        entries = -(-self.learner.d // self.scheme.m)  # one message: a float32 slice of the gradient, or its payload
+        self.rec.message_bytes = self.variant.compressor.payload_bytes(entries, 4)
         self.rng = torch.get_rng_state()
         self.cluster = cluster_for(scenario, self.variant, self.scheme, self.seed, self.draws, self.clock, self.backend)
         self.cluster.start(self.data)

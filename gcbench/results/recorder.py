@@ -45,6 +45,9 @@ class RunRecorder:
         self.accuracy = np.full(iterations, np.nan)  # where it was evaluated
         self.compression_error = np.full(iterations, np.nan)  # where it trains with compressed messages
         self.messages = None  # a MessageLog (gcbench/results/messages.py) where workers send several messages
+        # bytes of one message as sent (its compressed payload where the variant compresses), set by whoever knows
+        # the variant; NaN where no master receives messages (DDP's all-reduce, the local backend)
+        self.message_bytes = float("nan")
 
     def iteration_columns(
         self, trained: bool = False, done: int | None = None, stop_text: bool = True
@@ -53,12 +56,14 @@ class RunRecorder:
         accuracy and compression_error; ``stop_text`` false leaves the stop reasons Python strings (for a
         dictionary to encode)."""
         rows = slice(0, self.iterations if done is None else done)
+        used = self._messages_used(rows)
         columns = {
             "iteration": np.arange(self.iterations)[rows],
             "start": self.start[rows],
             "end": self.end[rows],
             "duration": self.duration[rows],
-            "messages_used": self._messages_used(rows),
+            "messages_used": used,
+            "bytes_received": used * float(self.message_bytes),
             "stop": self.reason[rows].astype(str) if stop_text else self.reason[rows],
             "exact": self.exact[rows],
             "residual": self.residual[rows],

@@ -24,6 +24,10 @@ ITERATION_COLUMNS = {
     "end": "seconds since the run started when the master stopped waiting",
     "duration": "the iteration's length in seconds (end - start, without the rounding of that subtraction)",
     "messages_used": "messages the master used",
+    "bytes_received": (
+        "bytes of those messages as sent: messages_used times one message's size, the compressor's payload where "
+        "the variant compresses (NaN where no master receives: DDP's all-reduce, the local backend)"
+    ),
     "stop": f"why it stopped: {', '.join(stops.SYNCHRONOUS)} (synchronous policies) or "
     f"{', '.join(stops.ASYNCHRONOUS)} (asynchronous ones)",
     "exact": "True when the decode was exact",
@@ -33,6 +37,9 @@ ITERATION_COLUMNS = {
         "scheme that trains, the age in steps of the oldest cached partition gradient the decode used"
     ),
 }
+
+# iterations columns a results directory written by an earlier gcbench lacks: plotting reads them as NaN
+ADDED_LATER = ("bytes_received",)
 
 # what a run that trains adds to the iterations table, after the columns above (docs/results.md)
 TRAINED_COLUMNS = {

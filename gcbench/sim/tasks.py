@@ -20,6 +20,7 @@ from gcbench.results.rows import chunks, identity, worker_keys
 from gcbench.results.stream import ENCODED, ResultsWriter, part_writer
 from gcbench.results.summary import RunningSummary
 from gcbench.scenario.build import scheme_for
+from gcbench.scenario.draws import message_bytes
 from gcbench.scenario.loading import SweepPoint
 
 CHUNK_ELEMENTS = 1 << 20  # worker rows per row group of the workers table, for engines that keep every row
@@ -76,6 +77,8 @@ def write_task(
             emit(rec, first, end)
         if tables.with_messages and rec.messages is not None:
             writer.messages(arrow_table(rec.messages.columns(), repeated, tables.kinds))
+    if variant.policy.needs_master:  # (an all-reduce has no master to receive messages)
+        rec.message_bytes = message_bytes(scenario, scheme, variant.compressor)
     columns = rec.iteration_columns(tables.trained, stop_text=False)
     writer.iterations(arrow_table(columns, keys, tables.kinds, encoded=ENCODED))
     return keys, columns
