@@ -14,6 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from gcbench.plot import figures, style
+from gcbench.plot.compression import compression_curves, variant_compressors
 from gcbench.plot.runs import Run, check_distinct, latest_runs, load_run, require_columns
 from gcbench.plot.training import run_target
 from gcbench.results.schema import ITERATION_COLUMNS, WORKER_COLUMNS
@@ -48,6 +49,12 @@ FIGURES = (
         "training",
         "Training loss and test accuracy (%) against time and iterations.",
         lambda r, target: figures.training_curves(r.iterations, target, r.mode),
+    ),
+    FigureSpec(
+        "compression",
+        "Test accuracy (%) against time (a row per sweep point) and against the megabits the master received "
+        "(cumulative, last sweep point), one panel per scheme, one colour per compressor (first seed).",
+        lambda r, target: compression_curves(r.iterations, variant_compressors(r.metadata), r.mode, target),
     ),
     FigureSpec(
         "timeline",

@@ -136,9 +136,14 @@ def _sweep_points(value) -> bool:
     return isinstance(value, list) and all(isinstance(point, dict) for point in value)
 
 
+def _names(value) -> bool:
+    return isinstance(value, dict) and all(isinstance(name, str) for name in value.values())
+
+
 SHAPES = (  # what plotting reads from run.json besides the mode
     ("scenario", lambda v: isinstance(v, dict), "an object (the scenario as loaded)"),
     ("sweep_points", _sweep_points, "a list of objects (one per sweep point)"),
+    ("compression", _names, "an object naming each variant's compressor"),
 )
 
 

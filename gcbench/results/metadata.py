@@ -31,6 +31,8 @@ def run_metadata(mode: str, scenario_file: Path, points: list, extra: dict[str, 
         "scenario_file": str(scenario_file),
         "scenario": points[0].scenario.model_dump(mode="json"),
         "sweep_points": [p.values for p in points],
+        # per variant label, the compressor its workers apply (the compression figure's colours)
+        "compression": {v.display_label(): v.compressor.display_name for v in points[0].scenario.variants},
         "seeds": points[0].scenario.seeds,
         "versions": versions(),
         "host": {"name": platform.node(), "platform": platform.platform(), "cpus": os.cpu_count()},
