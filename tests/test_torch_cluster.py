@@ -71,6 +71,30 @@ def test_a_reply_from_a_replaced_session_or_for_a_job_nobody_sent_is_dropped():
 
 
 @pytest.mark.slow
+def test_workers_silent_longer_than_the_timeout_stay_up_while_a_join_is_still_bounded_by_it():
+    """A variant's workers wait, silent, while the other variants take their turns (minutes, with many
+    variants): gloo times out every operation of a group at its timeout, so a channel's messages wait longer
+    than the run's timeout; building a channel whose peer never comes still ends at it."""
+    from gcbench.real.processes import channel
+
+    sc = conformance_scenario(UNIT, training={"timeout": 2})
+    cluster = TorchCluster.from_scenario(sc, scheme_for(sc, sc.variants[0]), seed=0)
+    cluster.start()
+    try:
+        first = cluster.submit(0, 0, 0, False)
+        assert [(type(e), e.job) for e in events_until(cluster, cluster.now + 5)] == [(Result, first)]
+        time.sleep(4)  # twice the timeout without a message either way
+        second = cluster.submit(0, 1, 1, False)
+        assert [(type(e), e.job) for e in events_until(cluster, cluster.now + 5)] == [(Result, second)]
+    finally:
+        cluster.shutdown()
+    began = time.time()
+    with pytest.raises(RuntimeError, match="timeout"):
+        channel.group(channel.store(0, 1.0), 0, 0, channel.DOWN, 0, 1.0)  # rank 1 never joins
+    assert time.time() - began < 10
+
+
+@pytest.mark.slow
 def test_a_training_cluster_returns_each_workers_encoded_gradients_on_the_published_weights():
     """Uncoded on 4 workers: the messages of one iteration sum to the single-process gradient."""
     import torch

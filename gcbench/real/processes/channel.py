@@ -1,7 +1,10 @@
 """One worker session's channel on torch.distributed: two two-rank gloo groups, one per direction.
 
 Why this shape (the traps it avoids): the master never receives from "any source"
-and never times out a receive. Each worker session (one process) gets its own
+and never times out a receive: a group's operations wait up to ``IDLE`` (gloo times
+out every operation at its group's timeout, and a worker whose variant waits for
+the others' turns is silent for minutes), while joining a group waits at most the
+run's timeout. Each worker session (one process) gets its own
 pair of ProcessGroupGloo objects on the run's TCPStore under a prefix of its
 own (``w{worker}.{session}``; torchft's parameter_server.py builds one group per
 session the same way), so a replacement process rendezvouses on fresh keys and
@@ -34,6 +37,10 @@ HOST = "127.0.0.1"
 opened = False  # whether this process built a group (its end skips the interpreter's teardown: gcbench/cli/__init__.py)
 DOWN, UP = "down", "up"  # master -> worker, worker -> master
 ATTACHED = "_attached"  # the key a message's attachment is unpickled into
+# how long a group's receive (or send) may wait: the peer's exit ends it at once ("Connection closed by peer"),
+# and a worker outlives neither its driver nor its channel (gcbench/real/processes/child.py), so this bounds nothing
+# but a silence, and a session's silence between its variant's turns is as long as the other variants' turns
+IDLE = datetime.timedelta(days=7)
 
 
 def store(port: int = 0, timeout: float = 60.0, host: str = HOST) -> dist.TCPStore:
@@ -53,11 +60,15 @@ def scoped(rendezvous: dist.Store, scope: str) -> dist.Store:
 
 def group(rendezvous: dist.Store, worker: int, session: int, direction: str, rank: int, timeout: float):
     """The two-rank gloo group of one direction of one worker session (master rank 0, worker rank 1).
-    Building it waits until both ranks have joined."""
+    Building it waits until both ranks have joined (at most ``timeout`` seconds); its messages wait up to
+    ``IDLE``."""
     global opened
     opened = True
     prefix = dist.PrefixStore(f"w{worker}.{session}.{direction}/", rendezvous)
-    return dist.ProcessGroupGloo(prefix, rank, 2, datetime.timedelta(seconds=timeout))
+    # gloo's connect waits at the group's timeout, which is every operation's too: the join is bounded here
+    prefix.set(f"joined/{rank}", "1")
+    prefix.wait([f"joined/{1 - rank}"], datetime.timedelta(seconds=timeout))
+    return dist.ProcessGroupGloo(prefix, rank, 2, IDLE)
 
 
 class Attachment:
