@@ -78,3 +78,13 @@ def test_a_display_name_shows_what_differs_from_the_defaults():
         COMPRESSORS.get("topk")(ratio=0.1, error_feedback=False).display_name == "topk(ratio=0.1,error_feedback=false)"
     )
     assert COMPRESSORS.get("qsgd")(levels=3, compress_cost=1e-9).display_name == "qsgd(levels=3)"
+
+
+def test_qsgd_sends_a_diverged_gradient_as_nan_without_a_warning():
+    import warnings
+
+    qsgd = COMPRESSORS.get("qsgd")()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for bad in (np.inf, np.nan):
+            assert np.isnan(qsgd.round_trip(np.array([1.0, bad, -2.0], np.float32), Key(0, 0))).all()

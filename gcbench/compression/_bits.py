@@ -20,6 +20,10 @@ def _shifts(width: int) -> np.ndarray:
 
 def pack(values: np.ndarray, width: int) -> np.ndarray:
     """Values in [0, 2**width) (1 <= width <= 8) as packed uint8 bytes."""
+    return _pack_bytewise(values, width) if 8 % width == 0 else _pack_words(values, width)
+
+
+def _pack_words(values: np.ndarray, width: int) -> np.ndarray:
     count = len(values)
     groups = -(-count // 8)
     padded = np.zeros(groups * 8, dtype=np.uint64)
@@ -31,6 +35,10 @@ def pack(values: np.ndarray, width: int) -> np.ndarray:
 
 def unpack(data: np.ndarray, width: int, count: int) -> np.ndarray:
     """The ``count`` values ``pack`` packed, as uint8."""
+    return _unpack_bytewise(data, width, count) if 8 % width == 0 else _unpack_words(data, width, count)
+
+
+def _unpack_words(data: np.ndarray, width: int, count: int) -> np.ndarray:
     groups = -(-count // 8)
     padded = np.zeros((groups, 8), dtype=np.uint8)
     padded[:, 8 - width :] = np.concatenate([data, np.zeros(groups * width - len(data), np.uint8)]).reshape(
@@ -39,3 +47,24 @@ def unpack(data: np.ndarray, width: int, count: int) -> np.ndarray:
     words = padded.view(">u8").astype(np.uint64)  # (groups, 1)
     fields = (words >> _shifts(width)) & np.uint64((1 << width) - 1)
     return fields.ravel()[:count].astype(np.uint8)
+
+
+# A width that divides 8 (1, 2, 4, 8: QSGD's default 7 levels take 4 bits) packs whole values into each byte, so
+# the bytes come from uint8 shifts alone, without the 64-bit words: the same bytes, a fraction of the time.
+
+
+def _byte_shifts(width: int) -> np.ndarray:
+    return np.arange(8 // width - 1, -1, -1, dtype=np.uint8) * np.uint8(width)
+
+
+def _pack_bytewise(values: np.ndarray, width: int) -> np.ndarray:
+    per = 8 // width
+    count = len(values)
+    padded = np.zeros(-(-count // per) * per, dtype=np.uint8)
+    padded[:count] = values
+    return np.bitwise_or.reduce(padded.reshape(-1, per) << _byte_shifts(width), axis=1)
+
+
+def _unpack_bytewise(data: np.ndarray, width: int, count: int) -> np.ndarray:
+    fields = (np.asarray(data, dtype=np.uint8)[:, None] >> _byte_shifts(width)) & np.uint8((1 << width) - 1)
+    return fields.ravel()[:count]

@@ -50,14 +50,20 @@ class QSGD(Compressor):
     def compress(self, vector: Any, key: Key = NO_KEY, state: dict | None = None) -> Payload:
         x = as_vector(vector).astype(np.float64)
         norm = float(np.linalg.norm(x))
-        if norm == 0.0:
-            levels = np.zeros(len(x), dtype=np.int64)
-        else:
-            scaled = np.abs(x) / norm * self.levels
-            floor = np.floor(scaled)
-            levels = (floor + (key.own().random(len(x)) < scaled - floor)).astype(np.int64)
-            levels = np.where(x < 0, -levels, levels)
-        packed = pack(levels + self.levels, self.width)
+        if norm == 0.0 or not math.isfinite(norm):  # (a diverged gradient decompresses to NaN, as it was)
+            norm = norm if norm == 0.0 else float("nan")
+            shifted = np.full(len(x), self.levels, dtype=np.uint8)
+        else:  # (in place, in this order: |x| / norm * levels, rounded up with probability its fraction)
+            scaled = np.abs(x)
+            scaled /= norm
+            scaled *= self.levels
+            level = np.floor(scaled)
+            scaled -= level  # the fraction
+            level += key.own().random(len(x)) < scaled
+            np.negative(level, out=level, where=x < 0)
+            level += self.levels  # a signed level in [-levels, levels] sent as level + levels
+            shifted = level.astype(np.uint8)
+        packed = pack(shifted, self.width)
         return Payload(self.name, len(x), {"levels": packed, "norm": np.array([norm], dtype=np.float32)})
 
     def decompress(self, payload: Payload) -> np.ndarray:
