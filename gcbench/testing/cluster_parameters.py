@@ -38,17 +38,18 @@ CLUSTER_TEST_PARAMETERS: dict[str, ClusterTestParameters] = {
     # machine, every check's compared times against the model: worst 6.7 ms in three rounds at these
     # parameters, 7.5 ms in nine at units of 0.25 to 0.5 s (the worst: an abandoned worker taking its next
     # job); a tolerance of 50 ms, a fifth of the unit. Ray restarts an actor in 0.6 to 1.0 s (a new
-    # process; 2 s seen under heavy load), so its crash checks use a downtime of 4 s. It passes every check.
+    # process), but beside the rest of the suite on 2 cores a restart took over 4 s (6.1 s once), so its crash
+    # checks use a downtime of 8 s. It passes every check.
     "ray": ClusterTestParameters(
         unit=0.25,
         tolerance=0.05,
         fixture="local_ray",
-        downtime=16.0,
+        downtime=32.0,
     ),
     # wall time, worker processes on torch.distributed (gloo on loopback) that the cluster spawns itself
     # (tests/test_cluster_conformance.py's worker_processes fixture checks none outlives a check). A
     # replacement process starts in about 2.5 s on the shared dev machine (it imports torch), so its crash
-    # checks use a downtime of 4 s, as Ray's do.
+    # checks use a downtime of 4 s.
     "torch": ClusterTestParameters(
         unit=0.25,
         tolerance=0.05,
