@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 
 from gcbench.errors import GcbenchError
-from gcbench.results.schema import ADDED_LATER
+from gcbench.results.schema import LATER_ITERATION_COLUMNS
 
 MODES = ("sim", "real")
 COMPLETE = "complete"  # run.json without "status" is an older, finished run
@@ -99,7 +99,7 @@ def load_run(path: Path) -> Run:
     iterations = _read_table(path / "iterations.parquet")
     if iterations.empty:
         raise GcbenchError(f"{path / 'iterations.parquet'} has no rows yet: nothing to plot.")
-    for column in ADDED_LATER:  # a run an earlier gcbench wrote: the column as NaN (it recorded none)
+    for column in LATER_ITERATION_COLUMNS:  # a run an earlier gcbench wrote: the column as NaN (it recorded none)
         if column not in iterations.columns:
             iterations[column] = float("nan")
     workers_path = path / "workers.parquet"

@@ -39,7 +39,7 @@ ITERATION_COLUMNS = {
 }
 
 # iterations columns a results directory written by an earlier gcbench lacks: plotting reads them as NaN
-ADDED_LATER = ("bytes_received",)
+LATER_ITERATION_COLUMNS = ("bytes_received",)
 
 # what a run that trains adds to the iterations table, after the columns above (docs/results.md)
 TRAINED_COLUMNS = {
