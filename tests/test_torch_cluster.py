@@ -71,26 +71,42 @@ def test_a_reply_from_a_replaced_session_or_for_a_job_nobody_sent_is_dropped():
 
 
 @pytest.mark.slow
-def test_workers_silent_longer_than_the_timeout_stay_up_while_a_join_is_still_bounded_by_it():
+def test_a_channel_silent_longer_than_the_timeout_stays_up_while_a_join_is_still_bounded_by_it():
     """A variant's workers wait, silent, while the other variants take their turns (minutes, with many
-    variants): gloo times out every operation of a group at its timeout, so a channel's messages wait longer
-    than the run's timeout; building a channel whose peer never comes still ends at it."""
+    variants): gloo times out every operation of a group at its timeout, so a channel's receive waits longer than
+    the run's timeout; building a channel whose peer never comes still ends at it."""
+    import threading
+
+    import torch
+
     from gcbench.real.processes import channel
 
-    sc = conformance_scenario(UNIT, training={"timeout": 2})
-    cluster = TorchCluster.from_scenario(sc, scheme_for(sc, sc.variants[0]), seed=0)
-    cluster.start()
-    try:
-        first = cluster.submit(0, 0, 0, False)
-        assert [(type(e), e.job) for e in events_until(cluster, cluster.now + 5)] == [(Result, first)]
-        time.sleep(4)  # twice the timeout without a message either way
-        second = cluster.submit(0, 1, 1, False)
-        assert [(type(e), e.job) for e in events_until(cluster, cluster.now + 5)] == [(Result, second)]
-    finally:
-        cluster.shutdown()
+    master = channel.store(0, 1.0)
+    stores, groups = {0: master, 1: channel.store(master.port, 1.0)}, {}  # (a client each: a wait blocks its own)
+    joins = [threading.Thread(target=lambda r=r: groups.update({r: channel.group(stores[r], 0, 0, channel.DOWN, r,
+                                                                                1.0)})) for r in (0, 1)]  # fmt: skip
+    for join in joins:
+        join.start()
+    for join in joins:
+        join.join()
+    received, failed = torch.zeros(1, dtype=torch.int64), []
+
+    def receive() -> None:  # as a channel's receiving thread: waiting from now, answered after three timeouts
+        try:
+            groups[1].recv([received], 0, 0).wait()
+        except RuntimeError as error:
+            failed.append(error)
+
+    receiver = threading.Thread(target=receive)
+    receiver.start()
+    time.sleep(3.0)
+    if not failed:
+        groups[0].send([torch.tensor([7])], 1, 0).wait()
+    receiver.join()
+    assert not failed and received.item() == 7, failed
     began = time.time()
     with pytest.raises(RuntimeError, match="timeout"):
-        channel.group(channel.store(0, 1.0), 0, 0, channel.DOWN, 0, 1.0)  # rank 1 never joins
+        channel.group(channel.store(0, 1.0), 1, 0, channel.DOWN, 0, 1.0)  # rank 1 never joins
     assert time.time() - began < 10
 
 
