@@ -37,13 +37,17 @@ def plot_command(runs: list[Path], out: Path | None, report: bool, vector: str, 
         raise GcbenchError(f"--target-accuracy must be in (0, 1], got {target}.")
     from gcbench.plot.make import draw_runs, runs_to_plot
     from gcbench.plot.report import write_report
+    from gcbench.twin.attribution import attribute_runs
 
     loaded, out, notes = runs_to_plot(runs, out)
-    for note in notes:
+    attributions, tables, more = attribute_runs(loaded, out)
+    for note in notes + more:
         typer.echo(f"note: {note}")
-    written = draw_runs(loaded, out, ("png", vector), target)
+    written = draw_runs(loaded, out, ("png", vector), target, attributions)
     for item in written:
         typer.echo(f"wrote {', '.join(str(f) for f in item.files)}")
+    for path in tables:
+        typer.echo(f"wrote {path}")
     if report:
-        for path in write_report(loaded, written, out, target):
+        for path in write_report(loaded, written, out, target, attributions):
             typer.echo(f"wrote {path}")

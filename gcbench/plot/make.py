@@ -14,6 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from gcbench.plot import figures, style
+from gcbench.plot.attribution import attribution_map
 from gcbench.plot.compression import compression_curves, variant_compressors
 from gcbench.plot.runs import Run, check_distinct, latest_runs, load_run, require_columns
 from gcbench.plot.training import run_target
@@ -70,6 +71,11 @@ FIGURES = (
         "Upload per message (gradients) against the stragglers tolerated, per variant (no workers.parquet: no load).",
     ),
 )
+ATTRIBUTION = (
+    "Who slowed the run: per variant (last sweep point, first seed, first iterations), each worker's compute per "
+    "partition over its iteration's median worker, the workers whose result ended an iteration marked; the title "
+    "names the worker whose slowness cost the most (what-if replay, docs/attribution.md)."
+)
 SIM_VS_REAL = (
     "Simulated against measured iteration times: distributions, and a parity plot of means whose legend gives "
     "the simulation's relative error per variant."
@@ -118,8 +124,10 @@ def plot_runs(
     return runs, draw_runs(runs, out, formats, target)
 
 
-def draw_runs(runs: list[Run], out: Path, formats: tuple[str, ...], target: float | None) -> list[Written]:
-    """Render the figures of loaded runs into out."""
+def draw_runs(runs: list[Run], out: Path, formats: tuple[str, ...], target: float | None,
+              attributions: dict[Path, pd.DataFrame] | None = None) -> list[Written]:  # fmt: skip
+    """Render the figures of loaded runs into out; ``attributions`` (per run's path, its attribution table,
+    gcbench/twin/attribution.py) titles the attribution figure's panels."""
     style.apply()
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -130,7 +138,10 @@ def draw_runs(runs: list[Run], out: Path, formats: tuple[str, ...], target: floa
                 caption = spec.caption
                 if run.workers is None and spec.caption_without_workers is not None:
                     caption = spec.caption_without_workers
-                written.append(_save(fig, out / f"{run.stem}-{spec.name}", formats, _caption(caption, run)))
+                written.append(save_figure(fig, out / f"{run.stem}-{spec.name}", formats, _caption(caption, run)))
+        fig = attribution_map(run.iterations, run.workers, (attributions or {}).get(run.path))
+        if fig is not None:
+            written.append(save_figure(fig, out / f"{run.stem}-attribution", formats, _caption(ATTRIBUTION, run)))
     for sim, reals, rows in comparisons(runs):
         calibrated = sim.metadata.get("scenario", {}).get("calibrated_from")
         named = "calibrated simulation" if calibrated else "simulated"
@@ -140,7 +151,7 @@ def draw_runs(runs: list[Run], out: Path, formats: tuple[str, ...], target: floa
             for run in (sim, *reals.values()):
                 caption = _caption(caption, run)
             stem = f"{sim.stem}-vs-{'-and-'.join(real.stem for real in reals.values())}"
-            written.append(_save(fig, out / stem, formats, caption))
+            written.append(save_figure(fig, out / stem, formats, caption))
     return written
 
 
@@ -222,7 +233,7 @@ def _caption(caption: str, run: Run) -> str:
 REPRODUCIBLE = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}
 
 
-def _save(fig: Figure, stem: Path, formats: tuple[str, ...], caption: str) -> Written:
+def save_figure(fig: Figure, stem: Path, formats: tuple[str, ...], caption: str) -> Written:
     files = []
     for fmt in formats:
         path = stem.parent / f"{stem.name}.{fmt}"  # not with_suffix: a run's name may hold a dot

@@ -61,12 +61,16 @@ def accuracy_lines(run: Run, target: float | None) -> tuple[str, pd.DataFrame | 
     return f"Time to reach {goal:.1%} test accuracy (s){rest}:", reached
 
 
-def write_report(runs: list[Run], written: list[Written], out: Path, target: float | None = None) -> list[Path]:
+def write_report(runs: list[Run], written: list[Written], out: Path, target: float | None = None,
+                 attributions: dict[Path, pd.DataFrame] | None = None) -> list[Path]:  # fmt: skip
     name = runs[0].scenario_name
     markdown = [f"# gcbench report: {name}", ""]
     body = [f"<h1>gcbench report: {html.escape(name)}</h1>"]
     for run in runs:
         _run_section(run, target, markdown, body)
+        table = (attributions or {}).get(run.path)
+        if table is not None:
+            _attribution_section(run, table, markdown, body)
     markdown += ["## Figures", ""]
     body += ["<h2>Figures</h2>"]
     for item in written:
@@ -99,3 +103,32 @@ def _run_section(run: Run, target: float | None, markdown: list[str], body: list
         body += [f"<p>{html.escape(sentence)}</p>"] + (
             [reached.to_html(index=False, border=0)] if reached is not None else []
         )
+
+
+ATTRIBUTION_HEADINGS = {"variant": "variant", "worker": "worker", "pattern": "pattern", "straggled": "straggled",
+                        "ended": "ended it", "absorbed": "absorbed", "p50_ratio": "p50 / median",
+                        "p99_ratio": "p99 / median", "share": "share of slowdown",
+                        "speedup_without": "speedup without it"}  # fmt: skip
+TOP_WORKERS = 3
+
+
+def attribution_rows(run: Run, table: pd.DataFrame) -> pd.DataFrame:
+    """The attribution table's first ``TOP_WORKERS`` workers per variant at the run's last sweep point."""
+    last = table[table["point"] == run.iterations["point"].max()]
+    top = last[last["rank"] <= TOP_WORKERS].sort_values(["variant", "rank"], key=_in_run_order(run))
+    return top[list(ATTRIBUTION_HEADINGS)].round(3).rename(columns=ATTRIBUTION_HEADINGS)
+
+
+def _in_run_order(run: Run):
+    order = {label: i for i, label in enumerate(dict.fromkeys(run.iterations["variant"]))}
+    return lambda column: column.map(order) if column.name == "variant" else column
+
+
+def _attribution_section(run: Run, table: pd.DataFrame, markdown: list[str], body: list[str]) -> None:
+    rows = attribution_rows(run, table)
+    sentence = (
+        f"Who slowed the run (the {TOP_WORKERS} costliest workers per variant at the last sweep point; shares of "
+        "iterations, and of the time a what-if replay saves without each worker's slowness; docs/attribution.md):"
+    )
+    markdown += [sentence, "", markdown_table(rows), ""]
+    body += [f"<p>{html.escape(sentence)}</p>", rows.to_html(index=False, border=0, na_rep="n/a")]

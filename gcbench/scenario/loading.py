@@ -102,6 +102,15 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
     return points
 
 
+def point_scenario(data: dict[str, Any], values: dict[str, Any], label: str) -> Scenario:
+    """The scenario of one sweep point of a run: the run's scenario as recorded (run.json's ``scenario``, its first
+    point) with the point's ``values`` set, validated like a scenario file; ``label`` names it in errors."""
+    data = copy.deepcopy(data)
+    for dotted, value in values.items():
+        _set(data, dotted, value, f"sweep.{dotted}", label)
+    return validate(data, Path(label), context=describe(values) if values else "")
+
+
 def _set(data: dict[str, Any], dotted: str, value: Any, where: str, label: str) -> None:
     try:
         set_path(data, dotted, value, where, _section_defaults())

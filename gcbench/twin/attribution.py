@@ -1,0 +1,295 @@
+"""Who slowed a run down, and what it cost (docs/attribution.md): per variant, sweep point and worker, how slow the
+worker was against the median worker, how often it straggled, ended an iteration or was absorbed by the code,
+whether its slowness was chronic or transient, and a what-if replay of the run without its slowness.
+
+It reads results files only (simulated and real runs alike); the what-if rebuilds the variant's scheme and policy
+from run.json's scenario and replays the recorded arrival times through the policy's stop rule, the rule both the
+simulator's engines and the real master follow (gcbench/twin/evaluate.py's replay, with one worker changed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gcbench.errors import GcbenchError
+from gcbench.policies import SynchronousPolicy, WaitAll
+from gcbench.results import slowness as slow
+from gcbench.results.store import read_results
+from gcbench.scenario.build import scheme_for
+from gcbench.scenario.loading import point_scenario
+from gcbench.scenario.schema import Scenario, Variant
+
+WINDOW = 20  # iterations in the moving average that tells chronic from transient slowness
+CHRONIC_SHARE = 0.5  # chronic: straggled in at least half of the iterations of at least half of the windows
+
+COLUMNS = {
+    "variant": "the variant's label",
+    "point": "the sweep point",
+    "worker": "worker index",
+    "rank": "1 for the worker whose slowness cost the most (by share, then by how often it straggled)",
+    "iterations": "iterations read (every seed's)",
+    "compute_p50": "median seconds of compute per partition",
+    "compute_p99": "99th percentile of the same",
+    "p50_ratio": "compute_p50 over the median worker's",
+    "p99_ratio": "compute_p99 over the median worker's",
+    "straggled": "share of its jobs it straggled in: slower than 1.5 times the iteration's median worker, or failed",
+    "ended": "share of iterations its result was the last one the master used (the one that ended the wait)",
+    "absorbed": "share of its jobs it straggled in and the iteration ended without its result",
+    "pattern": "chronic, transient or none (the moving-average rule of docs/attribution.md)",
+    "bursts": "runs of consecutive iterations it straggled in",
+    "longest_burst": "the longest such run, in iterations",
+    "mean_burst": "their mean length",
+    "speedup_without": "the run's replayed time over the same replay with this worker never slower than the median",
+    "share": "the part of the run's whole slowdown (replayed time minus that with no worker slower than the "
+    "median) that this worker's slowness accounts for",
+    "slowdown": "the variant's replayed time over that with no worker slower than the median (every row alike)",
+    "replay_gap": "the replayed time over the recorded one, minus 1: how closely the replay follows the run",
+}
+
+
+@dataclass(frozen=True)
+class Seed:
+    """One seed's iterations of one variant at one point, as (iterations, workers) grids."""
+
+    straggled: np.ndarray
+    present: np.ndarray  # it had a job: computed something, or failed (an asynchronous update's idle workers not)
+    used: np.ndarray
+    ended: np.ndarray
+    per_partition: np.ndarray
+    response: np.ndarray  # arrival − start of each worker's job (inf: never arrived)
+    messages: np.ndarray | None  # arrival − start per message id, for a scheme sending several per worker
+    durations: np.ndarray  # the recorded duration of each iteration (each row of the grids)
+
+
+def attribute(path: Path) -> pd.DataFrame:
+    """The attribution table of the results directory ``path``, refused in one sentence where it cannot be made."""
+    path = Path(path)
+    if not path.is_dir():
+        raise GcbenchError(f"{path}: no such results directory.")
+    try:
+        iterations, workers, metadata = read_results(path)
+        messages_path = path / "messages.parquet"
+        messages = pd.read_parquet(messages_path) if messages_path.is_file() else None
+    except (OSError, ValueError) as error:
+        raise GcbenchError(f"{path}: cannot read its results ({error.__class__.__name__}: {error}).") from None
+    if workers is None:
+        raise GcbenchError(f"{path}: has no workers.parquet; attribution needs every worker's times.")
+    if "scenario" not in metadata:
+        raise GcbenchError(f"{path}: has no run.json with its scenario, so its schemes and policies are unknown.")
+    return attribution_table(iterations, workers, metadata, messages, str(path))
+
+
+def attribution_table(iterations: pd.DataFrame, workers: pd.DataFrame, metadata: dict,
+                      messages: pd.DataFrame | None = None, label: str = "the run") -> pd.DataFrame:  # fmt: skip
+    """Per variant, sweep point and worker, the columns of ``COLUMNS`` (docs/attribution.md)."""
+    points = metadata.get("sweep_points") or [{}]
+    try:
+        scenarios = [point_scenario(metadata["scenario"], values, label) for values in points]
+    except GcbenchError as error:
+        raise GcbenchError(f"{label}: run.json's scenario cannot be rebuilt ({error}).") from None
+    finished = iterations[iterations["end"].notna()]
+    rows = []
+    for (name, point), frame in finished.groupby(["variant", "point"], sort=False):
+        scenario = scenarios[int(point)]
+        variant = _variant(scenario, str(name), label)
+        keys = (workers["variant"] == name) & (workers["point"] == point)
+        sent = None if messages is None else messages[(messages["variant"] == name) & (messages["point"] == point)]
+        rows += _variant_rows(scenario, variant, frame, workers[keys], sent)
+    if not rows:
+        raise GcbenchError(f"{label}: no iteration finished, so there is nothing to attribute.")
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def _variant(scenario: Scenario, label: str, where: str) -> Variant:
+    for variant in scenario.variants:
+        if variant.display_label() == label:
+            return variant
+    raise GcbenchError(f"{where}: its variant '{label}' is not in its run.json scenario.")
+
+
+def _variant_rows(scenario: Scenario, variant: Variant, iterations: pd.DataFrame, workers: pd.DataFrame,
+                  messages: pd.DataFrame | None) -> list[dict]:  # fmt: skip
+    n = scenario.workers
+    scheme = scheme_for(scenario, variant)
+    several = scheme.messages_per_worker > 1 and messages is not None
+    seeds = []
+    for seed, frame in iterations.groupby("seed", sort=True):
+        rows = workers[(workers["seed"] == seed) & workers["iteration"].isin(frame["iteration"])]
+        rows = rows.sort_values(["iteration", "worker"])
+        sent = messages[messages["seed"] == seed] if several else None
+        seeds.append(_seed(frame.sort_values("iteration"), rows, sent, n, len(scheme.message_owner)))
+    rule = _stop_rule(variant)
+    replay = None if rule is None else _what_if(seeds, lambda a: rule.stop_times(a, scheme).stop, scheme, n)
+    return _rows(variant.display_label(), int(iterations["point"].iloc[0]), seeds, replay, n)
+
+
+def _stop_rule(variant: Variant):
+    """The rule that ended each iteration: the policy's, all-reduce's (every rank waits for every other), or
+    None for an asynchronous policy, whose updates a replay of recorded times cannot redo."""
+    policy = variant.policy
+    if isinstance(policy, SynchronousPolicy):
+        return policy
+    if policy.synchronous and not policy.needs_master:
+        return WaitAll()
+    return None
+
+
+def _seed(iterations: pd.DataFrame, rows: pd.DataFrame, messages: pd.DataFrame | None, n: int,
+          message_count: int) -> Seed:  # fmt: skip
+    failed = slow.failed_grid(rows, n)
+    per_partition = slow.compute_per_partition(rows, n)
+    straggled = slow.straggled(slow.slowness(per_partition), failed)
+    used = slow.grid(rows, rows["used"].to_numpy(dtype=bool), n, fill=False).astype(bool)
+    starts = iterations.set_index("iteration")["start"]
+    start = rows["iteration"].map(starts).to_numpy(dtype=float)
+    arrived = rows["arrival"].notna().to_numpy()  # (a worker back from a crash may still deliver, and did)
+    response = slow.grid(rows, np.where(arrived, rows["arrival"].to_numpy(dtype=float) - start, np.inf), n, np.inf)
+    grid_messages = None
+    if messages is not None:
+        grid_messages = np.full((len(response), message_count), np.inf)
+        kept = messages[messages["iteration"].isin(rows["iteration"])]
+        position = np.searchsorted(np.unique(rows["iteration"].to_numpy()), kept["iteration"].to_numpy())
+        grid_messages[position, kept["message_id"].to_numpy()] = kept["arrival"].to_numpy(dtype=float) - kept[
+            "iteration"
+        ].map(starts).to_numpy(dtype=float)
+    ended = slow.ended_by(slow.used_arrivals(rows, n, messages))
+    present = np.isfinite(per_partition) | failed
+    durations = iterations.set_index("iteration")["duration"].reindex(np.unique(rows["iteration"])).to_numpy(float)
+    return Seed(straggled, present, used, ended, per_partition, response, grid_messages, durations)
+
+
+def _what_if(seeds: list[Seed], stop, scheme, n: int) -> dict[str, np.ndarray | float]:
+    """The replayed time of the run as recorded (``base``), with every worker at most the iteration's median
+    worker (``ideal``), and with each one worker so (``without``, one per worker): sums over seeds."""
+    owner = scheme.message_owner
+    base, ideal, without, recorded = 0.0, 0.0, np.zeros(n), 0.0
+    for seed in seeds:
+        typical = np.median(seed.response, axis=1)[:, None]  # inf only where most workers never answered
+        capped = np.minimum(seed.response, typical)
+
+        def arrivals(times: np.ndarray, which: np.ndarray, seed=seed, typical=typical) -> np.ndarray:
+            """Message arrival times with the workers in ``which`` capped at the median worker's job time."""
+            if seed.messages is None:
+                return times[:, owner]
+            return np.where(which[owner][None, :], np.minimum(seed.messages, typical), seed.messages)
+
+        nobody, everyone = np.zeros(n, bool), np.ones(n, bool)
+        replayed = stop(arrivals(seed.response, nobody))
+        # an iteration the replay cannot finish (a result it lacks) keeps its recorded time in every replay
+        redone = np.isfinite(replayed)
+
+        def total(stops: np.ndarray, redone=redone, seed=seed) -> float:
+            return float(np.where(redone, stops, seed.durations).sum())
+
+        base += total(replayed)
+        ideal += total(stop(arrivals(capped, everyone)))
+        for w in range(n):
+            one = np.zeros(n, bool)
+            one[w] = True
+            times = seed.response.copy()
+            times[:, w] = capped[:, w]
+            without[w] += total(stop(arrivals(times, one)))
+        recorded += float(seed.durations.sum())
+    return {"base": base, "ideal": ideal, "without": without, "recorded": recorded}
+
+
+def _rows(label: str, point: int, seeds: list[Seed], replay: dict | None, n: int) -> list[dict]:
+    straggled = np.vstack([s.straggled for s in seeds])
+    present = np.maximum(np.vstack([s.present for s in seeds]).sum(axis=0), 1)
+    used = np.vstack([s.used for s in seeds])
+    per_partition = np.vstack([s.per_partition for s in seeds])
+    ended = np.concatenate([s.ended for s in seeds])
+    p50, p99 = _quantile(per_partition, 0.5), _quantile(per_partition, 0.99)
+    median50, median99 = np.nanmedian(p50), np.nanmedian(p99)
+    rows = []
+    for w in range(n):
+        own = [s.straggled[s.present[:, w], w] for s in seeds]  # its own jobs, in order
+        bursts = [length for jobs in own for length in burst_lengths(jobs)]
+        row = {
+            "variant": label, "point": point, "worker": w, "iterations": len(straggled),
+            "compute_p50": p50[w], "compute_p99": p99[w],
+            "p50_ratio": p50[w] / median50, "p99_ratio": p99[w] / median99,
+            "straggled": straggled[:, w].sum() / present[w], "ended": (ended == w).mean(),
+            "absorbed": (straggled[:, w] & ~used[:, w]).sum() / present[w],
+            "pattern": pattern(own),
+            "bursts": len(bursts), "longest_burst": max(bursts, default=0),
+            "mean_burst": float(np.mean(bursts)) if bursts else 0.0,
+        }  # fmt: skip
+        row.update(_cost(replay, w))
+        rows.append(row)
+    order = sorted(range(n), key=lambda w: (-np.nan_to_num(rows[w]["share"], nan=-1.0), -rows[w]["straggled"], w))
+    for rank, w in enumerate(order, start=1):
+        rows[w]["rank"] = rank
+    return [rows[w] for w in order]
+
+
+def _cost(replay: dict | None, w: int) -> dict[str, float]:
+    if replay is None:
+        return dict.fromkeys(("speedup_without", "share", "slowdown", "replay_gap"), np.nan)
+    base, ideal, without = replay["base"], replay["ideal"], replay["without"][w]
+    total = base - ideal
+    return {
+        "speedup_without": base / without if without > 0 else np.nan,
+        "share": (base - without) / total if total > 1e-12 * base else 0.0,
+        "slowdown": base / ideal if ideal > 0 else np.nan,
+        "replay_gap": base / replay["recorded"] - 1.0 if replay["recorded"] > 0 else np.nan,
+    }
+
+
+def _quantile(values: np.ndarray, q: float) -> np.ndarray:
+    out = np.full(values.shape[1], np.nan)
+    for w in range(values.shape[1]):
+        finite = values[np.isfinite(values[:, w]), w]
+        if finite.size:
+            out[w] = np.quantile(finite, q)
+    return out
+
+
+def burst_lengths(straggled: np.ndarray) -> list[int]:
+    """Lengths of the runs of consecutive True in one worker's iterations."""
+    padded = np.concatenate([[False], np.asarray(straggled, bool), [False]])
+    edges = np.flatnonzero(padded[1:] != padded[:-1])
+    return (edges[1::2] - edges[::2]).tolist()
+
+
+def pattern(straggled_per_seed: list[np.ndarray], window: int = WINDOW) -> str:
+    """chronic: in at least ``CHRONIC_SHARE`` of the moving windows of ``window`` iterations (fewer where a seed
+    ran fewer) the worker straggled in at least ``CHRONIC_SHARE`` of the iterations; transient: it straggled, but
+    not so; none: it never straggled."""
+    if not any(s.any() for s in straggled_per_seed):
+        return "none"
+    slow_windows = windows = 0
+    for straggled in straggled_per_seed:
+        width = min(window, len(straggled))
+        if width == 0:
+            continue
+        averages = np.convolve(straggled.astype(float), np.ones(width) / width, mode="valid")
+        slow_windows += int((averages >= CHRONIC_SHARE - 1e-12).sum())
+        windows += len(averages)
+    return "chronic" if windows and slow_windows >= CHRONIC_SHARE * windows else "transient"
+
+
+def attribute_runs(runs: list, out: Path) -> tuple[dict[Path, pd.DataFrame], list[Path], list[str]]:
+    """For runs being plotted (gcbench.plot.runs.Run), each one's attribution table, written to
+    ``out/<run>-attribution.csv``; the tables by run path, the files written, and a note for each run that has
+    none (no workers table, no scenario to rebuild its policies from)."""
+    tables, written, notes = {}, [], []
+    for run in runs:
+        if run.workers is None:
+            notes.append(f"{run.path} has no workers.parquet: no attribution of its slowness to workers")
+            continue
+        try:
+            table = attribute(run.path)
+        except GcbenchError as error:
+            notes.append(f"no attribution for {run.path}: {error}")
+            continue
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"{run.stem}-attribution.csv"
+        table.to_csv(path, index=False, float_format="%.6g")
+        tables[run.path] = table
+        written.append(path)
+    return tables, written, notes
