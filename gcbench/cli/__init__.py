@@ -1,5 +1,5 @@
-"""The `gcbench` command: one module per command (simulate, run, plot, calibrate, schemes, policies, compressors)
-over the shared console (console.py); each parses, calls the library and prints. Nothing else.
+"""The `gcbench` command: one module per command (simulate, run, plot, calibrate, recommend, schemes, policies,
+compressors) over the shared console (console.py); each parses, calls the library and prints. Nothing else.
 
 ``main`` is the console script's entry point (and ``python -m gcbench``'s); ``app`` the Typer group, for tests.
 """
@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from gcbench.cli import calibrate, compressors, plot, policies, run, schemes, simulate
+from gcbench.cli import calibrate, compressors, plot, policies, recommend, run, schemes, simulate
 
 __all__ = ["app", "main"]
 
@@ -74,6 +74,7 @@ app.command()(simulate.simulate)
 app.command()(plot.plot)
 app.command()(run.run)
 app.command()(calibrate.calibrate)
+app.command()(recommend.recommend)
 
 
 def main() -> None:

@@ -1,0 +1,151 @@
+"""`gcbench recommend`: which scheme, s and policy for a cluster (gcbench/twin/recommend.py ranks them)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gcbench.cli.console import ForceOption, SeedsOption, SetOption, say, user_errors, wide_console
+from gcbench.errors import GcbenchError
+
+
+@user_errors
+def recommend(
+    source: Annotated[Path, typer.Argument(help="A scenario file, or a real run's results directory (calibrated).")],
+    schemes: Annotated[
+        str | None, typer.Option("--schemes", metavar="a,b", help="Only these schemes (default: every registered one).")
+    ] = None,
+    max_s: Annotated[
+        int | None, typer.Option("--max-s", help="Stragglers tolerated, at most (default: 4, and below n).")
+    ] = None,
+    policies: Annotated[
+        str | None,
+        typer.Option("--policies", metavar="a,b", help="Only these policies: wait_all, decodable, fastest_k, k_async."),
+    ] = None,
+    top: Annotated[int, typer.Option("--top", min=1, help="How many candidates to print per kind.")] = 5,
+    iterations: Annotated[
+        int | None, typer.Option("--iterations", min=1, help="Iterations per candidate and seed (default: 2000).")
+    ] = None,
+    seeds: SeedsOption = None,
+    sets: SetOption = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Where to write recommend.json and the figure (default: under results/)."),
+    ] = None,
+    force: ForceOption = False,
+) -> None:
+    """Rank every scheme, s and policy that applies to a cluster by its simulated speed (or time to accuracy)."""
+    from gcbench.results.metadata import new_run_directory
+    from gcbench.twin.candidates import enumerate_candidates
+    from gcbench.twin.recommend import DEFAULT_ITERATIONS
+    from gcbench.twin.recommend import recommend as rank
+
+    console = wide_console()
+    if out is not None and out.exists() and any(out.iterdir()) and not force:
+        raise GcbenchError(f"--out {out}: holds files already; add --force to overwrite them, or choose another.")
+    scenario, origin = _cluster(source, seeds, sets)
+    candidates = enumerate_candidates(scenario, _names(schemes), max_s, _names(policies))
+    count = iterations or DEFAULT_ITERATIONS
+    say(console, f"{origin}: {len(candidates)} candidates, {count} iterations x {len(scenario.seeds)} seed(s) each")
+    table, basis = rank(scenario, candidates, count, _progress(console))
+    out = out or new_run_directory(Path("results"), f"{scenario.name}-recommend")
+    out.mkdir(parents=True, exist_ok=True)
+    _print_top(table, top, console)
+    for note in _notes(basis):
+        say(console, f"note: {note}")
+    written = _write(table, basis, origin, scenario, top, out)
+    for path in written:
+        say(console, f"wrote {path}")
+
+
+def _cluster(source: Path, seeds: str | None, sets: list[str] | None):
+    """The scenario to weigh candidates on: the file's, or the run's calibrated one; and where it came from."""
+    from gcbench.scenario.loading import load_scenario
+    from gcbench.scenario.overrides import parse_seeds, parse_sets
+
+    overrides = parse_sets(sets or [])
+    if seeds is not None:
+        overrides["seeds"] = parse_seeds(seeds)
+    if source.is_dir():
+        from gcbench.scenario.loading import with_overrides
+        from gcbench.twin.calibrate import calibrate
+        from gcbench.twin.measured import read_measured
+
+        scenario = calibrate([read_measured(source)]).scenario
+        if overrides:
+            scenario = with_overrides(scenario, source, overrides)
+        return scenario, f"{source} (calibrated)"
+    if not source.exists():
+        raise GcbenchError(f"{source}: no such scenario file or results directory.")
+    points = load_scenario(source, overrides)
+    if len(points) > 1:
+        raise GcbenchError(
+            f"{source}: sweeps {', '.join(points[0].values)} over {len(points)} points, and recommend weighs "
+            "candidates on one cluster; fix the swept fields with --set PATH=VALUE."
+        )
+    return points[0].scenario, str(source)
+
+
+def _names(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise GcbenchError("--schemes and --policies take comma-separated names, and one was empty.")
+    return names
+
+
+def _progress(console):
+    def tick(done: int, total: int) -> None:
+        if done == total or done % 10 == 0:
+            say(console, f"  simulated {done} of {total}")
+
+    return tick
+
+
+def _print_top(table, top: int, console) -> None:
+    from rich.table import Table
+
+    for kind, rows in table.groupby("kind", sort=False):
+        shown = rows.head(top)
+        grid = Table(title=f"best {kind} candidates" if table["rank"].duplicated().any() else "best candidates")
+        for heading in ("rank", "candidate", str(table["metric"].iloc[0]), "95% CI", "speedup", "why"):
+            grid.add_column(heading)
+        for row in shown.itertuples():
+            interval = f"{row.ci_low:.4g} - {row.ci_high:.4g}" if row.ci_low == row.ci_low else "n/a"
+            grid.add_row(str(row.rank), row.candidate, f"{row.value:.4g}", interval, f"{row.speedup:.2f}x", row.reason)
+        console.print(grid)
+
+
+def _notes(basis: dict) -> list[str]:
+    notes = []
+    chronic = basis["chronic_workers"]
+    if chronic:
+        named = ", ".join(f"worker {w} ({share:.0%} of uncoded's slowdown)" for w, share in chronic.items())
+        notes.append(f"chronic stragglers under uncoded training: {named}")
+    if basis["target_accuracy"] is None:
+        notes.append(
+            "exact, approximate and stale candidates are ranked apart: an approximate or stale update buys less "
+            "progress per iteration; train in the simulator (training.in_simulator, target_accuracy) to rank them "
+            "together"
+        )
+    return notes
+
+
+def _write(table, basis: dict, origin: str, scenario, top: int, out: Path) -> list[Path]:
+    from gcbench.plot import style
+    from gcbench.plot.make import save_figure
+    from gcbench.plot.recommend import candidates_figure
+
+    records = json.loads(table.to_json(orient="records"))  # NaN and inf as null
+    document = {"source": origin, "scenario": scenario.model_dump(mode="json"), **basis,
+                "top": [r for r in records if r["rank"] <= top], "ranked": records}  # fmt: skip
+    path = out / "recommend.json"
+    path.write_text(json.dumps(document, indent=1) + "\n")
+    table.to_csv(out / "recommend.csv", index=False, float_format="%.6g")
+    style.apply()
+    figure = save_figure(candidates_figure(table, top), out / "recommend", ("png", "pdf"), "")
+    return [path, out / "recommend.csv", *figure.files]

@@ -1,0 +1,145 @@
+"""The candidates `gcbench recommend` weighs (docs/recommend.md): every registered scheme, s and policy that
+applies to a scenario's workers, each a variant the scenario's checks accept.
+
+- ``uncoded`` with ``wait_all`` (the reference every speedup is over) and, as approximate candidates, with
+  ``fastest_k`` for k = n − 1 down to n − max_s;
+- every other scheme at s = 1 .. max_s with ``decodable``, its own parameters at their defaults except a load
+  parameter ``d``, set to s + 1 so an approximate code computes what an exact one at s does;
+- with training in the simulator, also ``k_async`` at those k (its updates are not iterations, so only a time to
+  accuracy ranks it).
+
+A scheme whose constraints exclude a combination (``fr`` needs (s + 1) | n, ``bcc`` b(s + 1) <= n, ...) is left
+out of it, as is one the scenario's checks refuse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gcbench.coding import available_schemes, scheme_class
+from gcbench.errors import GcbenchError
+from gcbench.policies import POLICIES, Decodable, WaitAll
+from gcbench.scenario.build import scheme_for
+from gcbench.scenario.schema import Scenario, Variant
+
+DEFAULT_MAX_S = 4  # stragglers tolerated, at most, unless --max-s says otherwise (and below n)
+ENUMERATED = ("wait_all", "decodable", "fastest_k", "k_async")  # the policies recommend chooses parameters for
+ASYNCHRONOUS = ("k_async",)  # ranked only by a time to accuracy: the scenario must train in the simulator
+KINDS = ("exact", "approximate", "stale")
+REFERENCE = "uncoded"  # the label of uncoded with wait_all: every speedup is over it
+
+
+@dataclass(frozen=True)
+class Candidate:
+    variant: Variant
+    exact: bool  # an exact scheme under a policy that waits until it decodes (else approximate)
+    load: float  # partitions per worker per step, the most any worker computes
+    m: int  # slices per gradient: a message is 1/m of one
+    pipelined: bool  # computes one partition a step, decoding from cached (stale) partition gradients
+
+    @property
+    def kind(self) -> str:
+        """exact (each update the full, fresh gradient), approximate, or stale (a pipelined code: decoded from
+        partition gradients up to s steps old); without training each kind is ranked apart (KINDS order)."""
+        return "stale" if self.pipelined else "exact" if self.exact else "approximate"
+
+
+def enumerate_candidates(scenario: Scenario, schemes: list[str] | None = None, max_s: int | None = None,
+                         policies: list[str] | None = None) -> list[Candidate]:  # fmt: skip
+    """The candidates for ``scenario``'s workers, filtered by scheme and policy names and the largest s; refused in
+    one sentence where a name is unknown or nothing is left."""
+    n = scenario.workers
+    known = available_schemes()
+    schemes = list(known) if schemes is None else schemes
+    unknown = [name for name in schemes if name not in known]
+    if unknown:
+        raise GcbenchError(f"--schemes: unknown scheme {', '.join(unknown)}; gcbench schemes lists {', '.join(known)}.")
+    trains = scenario.training.in_simulator
+    allowed = [p for p in ENUMERATED if trains or p not in ASYNCHRONOUS]
+    policies = allowed if policies is None else policies
+    wrong = [p for p in policies if p not in allowed]
+    if wrong:
+        why = "" if trains or not set(wrong) <= set(ASYNCHRONOUS) else " (asynchronous ones with training only)"
+        known_policies = ", ".join(p for p in ENUMERATED if p in POLICIES.names())
+        raise GcbenchError(
+            f"--policies: recommend cannot choose {', '.join(wrong)}{why}; it enumerates {known_policies}."
+        )
+    top = min(DEFAULT_MAX_S if max_s is None else max_s, n - 1)
+    if top < 0:
+        raise GcbenchError(f"--max-s must be at least 0, got {max_s}.")
+    try:  # what the scenario refuses of every candidate is its own problem, not a candidate's constraint
+        with_variants(scenario, [Variant(label=REFERENCE, scheme="uncoded", policy={"name": "wait_all"})])
+    except ValueError as error:
+        raise GcbenchError(f"the scenario cannot run the candidates: {_first_problem(error)}.") from None
+    found = []
+    for name in schemes:
+        for variant in _variants(name, n, top, policies):
+            candidate = _candidate(scenario, variant)
+            if candidate is not None:
+                found.append(candidate)
+    if not found:
+        raise GcbenchError(
+            f"no candidate is left for {n} workers with --schemes {', '.join(schemes)}, --policies "
+            f"{', '.join(policies)} and s up to {top}; widen the filters."
+        )
+    return found
+
+
+def _variants(name: str, n: int, top: int, policies: list[str]) -> list[Variant]:
+    out = []
+    if name == "uncoded":
+        if "wait_all" in policies:
+            out.append(Variant(label=REFERENCE, scheme=name, policy={"name": "wait_all"}))
+        for j in range(1, top + 1):
+            for policy in ("fastest_k", "k_async"):
+                if policy in policies:
+                    label = f"uncoded/{policy.replace('_k', '')}-{n - j}"
+                    out.append(Variant(label=label, scheme=name, policy={"name": policy, "k": n - j}))
+        return out
+    if "decodable" not in policies:
+        return out
+    defaults = scheme_class(name).defaults
+    for s in range(1, top + 1):
+        params = {"d": s + 1} if "d" in defaults else {}
+        label = f"{name}(s={s}" + "".join(f",{k}={v}" for k, v in params.items()) + ")"
+        out.append(Variant(label=label, scheme=name, s=s, **params))
+    return out
+
+
+def _candidate(scenario: Scenario, variant: Variant) -> Candidate | None:
+    """The variant as a candidate, or None where its scheme's constraints or the scenario's checks refuse it."""
+    try:
+        single = with_variants(scenario, [variant])
+        scheme = scheme_for(single, single.variants[0])
+    except (GcbenchError, ValueError):
+        return None
+    policy = variant.policy  # decodable and wait_all, waiting on, never stop before the messages decode
+    exact = scheme.exact and isinstance(policy, Decodable | WaitAll) and policy.fallback == "wait"
+    load = max(scheme.step_load(w) for w in range(scenario.workers))
+    m = int(getattr(scheme, "m", 1) or 1)
+    return Candidate(single.variants[0], exact, float(load), m, scheme.pipelined)
+
+
+def with_variants(scenario: Scenario, variants: list[Variant], iterations: int | None = None) -> Scenario:
+    """The scenario running ``variants`` (and ``iterations``) instead of its own, without its sweep, checked as a
+    scenario file would be (ValueError where it refuses them)."""
+    data = scenario.model_dump(mode="json")
+    data.update(variants=[v.model_dump(mode="json") for v in variants], sweep={})
+    if iterations is not None:
+        data["iterations"] = iterations
+    return Scenario.model_validate(data)
+
+
+def uncoded_candidate(scenario: Scenario) -> Candidate:
+    """Uncoded training waiting for every worker: the reference every speedup is over."""
+    candidate = _candidate(scenario, Variant(label=REFERENCE, scheme="uncoded", policy={"name": "wait_all"}))
+    if candidate is None:
+        raise GcbenchError("the scenario refuses uncoded training with wait_all, the reference of every speedup.")
+    return candidate
+
+
+def _first_problem(error: ValueError) -> str:
+    """A validation error's first problem, as one clause."""
+    problems = getattr(error, "errors", None)
+    text = str(problems()[0]["msg"]) if callable(problems) else str(error)
+    return text.removeprefix("Value error, ").rstrip(".")

@@ -1,0 +1,148 @@
+"""`gcbench recommend` on clusters whose answer is known: fastest-k's times are exponential order statistics, a
+chronic straggler makes a code with s >= 1 win and is named, candidates share their draws (equal codes tie bit for
+bit, a second ranking is the first), and bad input is one sentence with exit code 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from gcbench.cli import app
+from gcbench.errors import GcbenchError
+from gcbench.scenario.loading import load_scenario
+from gcbench.twin.candidates import enumerate_candidates
+from gcbench.twin.recommend import recommend
+
+runner = CliRunner()
+RATE = 10.0
+
+
+def cluster(tmp_path: Path, workers: int = 6, extra: str = "") -> Path:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(
+        f"name: cluster\nworkers: {workers}\niterations: 100\nseeds: [0]\n"
+        f"compute: {{per_partition: {{distribution: exponential, rate: {RATE}}}, load: scale}}\n"
+        "network: {latency: 0.0, bandwidth: 1.0e12}\ngradient: {length: 1000, dtype: float32}\n"
+        f"{extra}variants:\n  - {{scheme: uncoded, policy: wait_all}}\n"
+    )
+    return path
+
+
+def scenario_of(path: Path):
+    return load_scenario(path)[0].scenario
+
+
+def test_candidates_are_every_scheme_s_and_policy_the_constraints_allow(tmp_path):
+    candidates = enumerate_candidates(scenario_of(cluster(tmp_path, workers=6)), max_s=2)
+    labels = [c.variant.display_label() for c in candidates]
+    assert len(set(labels)) == len(labels)
+    assert {"uncoded", "uncoded/fastest-5", "uncoded/fastest-4", "fr(s=1)", "fr(s=2)", "cr(s=2)"} <= set(labels)
+    assert "cce_fr(s=2)" not in labels  # (s + m) | n with m = 2: 4 does not divide 6
+    assert "cce_fr(s=1)" in labels and "bcc(s=2)" in labels  # b(s + 1) <= n with b = 2: 6 <= 6
+    kinds = {c.variant.display_label(): c.exact for c in candidates}
+    assert kinds["cr(s=1)"] and not kinds["uncoded/fastest-5"] and not kinds["is_gc(s=1,d=2)"]
+    assert all(c.variant.s <= 2 for c in candidates)
+    prime = enumerate_candidates(scenario_of(cluster(tmp_path, workers=7)), schemes=["fr", "cr"], max_s=3)
+    assert [c.variant.display_label() for c in prime] == ["cr(s=1)", "cr(s=2)", "cr(s=3)"]  # fr needs (s+1) | 7
+
+
+def test_fastest_k_means_are_the_exponential_order_statistics(tmp_path):
+    scenario = scenario_of(cluster(tmp_path))
+    table, basis = recommend(scenario, enumerate_candidates(scenario, schemes=["uncoded"], max_s=3), 4000)
+    n = scenario.workers
+    for row in table.itertuples():
+        k = n if row.candidate == "uncoded" else int(row.candidate.rsplit("-", 1)[1])
+        expected = sum(1.0 / (RATE * (n - j)) for j in range(k))  # E[k-th of n exponentials]
+        half = (row.ci_high - row.ci_low) / 2
+        assert abs(row.value - expected) < 2.5 * half, (row.candidate, row.value, expected)
+    approximate = table[table["kind"] == "approximate"]
+    assert list(approximate["candidate"]) == ["uncoded/fastest-3", "uncoded/fastest-4", "uncoded/fastest-5"]
+    assert basis["metric"] == "mean iteration seconds" and basis["chronic_workers"] == {}
+
+
+def test_a_chronic_straggler_makes_a_code_win_and_is_named(tmp_path):
+    path = cluster(tmp_path, extra="straggling: {model: fixed, workers: [2], slowdown: 8}\n")
+    scenario = scenario_of(path)
+    table, basis = recommend(scenario, enumerate_candidates(scenario, max_s=2), 1000)
+    exact = table[table["kind"] == "exact"]
+    best = exact.iloc[0]
+    assert best["s"] >= 1 and best["candidate"] != "uncoded" and best["speedup"] > 2
+    assert list(basis["chronic_workers"]) == ["2"] and basis["chronic_workers"]["2"] > 0.5
+    assert "tolerates worker 2's chronic slowness" in best["reason"]
+    uncoded = table[table["candidate"] == "uncoded"].iloc[0]
+    assert uncoded["speedup"] == 1.0 and uncoded["reason"].startswith("no redundancy")
+
+
+def test_candidates_share_their_draws(tmp_path):
+    scenario = scenario_of(cluster(tmp_path, extra="straggling: {model: independent, probability: 0.2, slowdown: 4}\n"))
+    schemes = ["uncoded", "ignore_stragglers", "fr", "heterogeneous", "cr"]
+    candidates = enumerate_candidates(scenario, schemes=schemes, max_s=2)
+    first, _ = recommend(scenario, candidates, 500)
+    again, _ = recommend(scenario, candidates, 500)
+    pd.testing.assert_frame_equal(first, again, check_exact=True)
+    values = first.set_index("candidate")["value"]
+    # on common draws, candidates that wait for the same workers take the same times, to the bit: ignoring s
+    # stragglers is waiting for the fastest n - s, and the heterogeneous code at equal speeds is FR
+    assert (
+        values["ignore_stragglers(s=1)"] == values["uncoded/fastest-5"]
+        and values["fr(s=2)"] == values["heterogeneous(s=2)"]
+    )
+    assert values["cr(s=1)"] != values["fr(s=1)"]  # (and different codes differ)
+
+
+def test_gcbench_recommend_prints_the_best_and_writes_its_files(tmp_path):
+    path = cluster(tmp_path, extra="straggling: {model: fixed, workers: [2], slowdown: 8}\n")
+    out = tmp_path / "out"
+    args = ["recommend", str(path), "--schemes", "uncoded,cr,fr", "--max-s", "2", "--iterations", "300",
+            "--top", "2", "--out", str(out)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "best exact candidates" in result.output and "chronic stragglers under uncoded training: worker 2" in (
+        result.output
+    )
+    document = json.loads((out / "recommend.json").read_text())
+    assert document["iterations"] == 300 and len(document["top"]) == 4  # two per kind
+    assert {r["candidate"] for r in document["ranked"]} >= {"uncoded", "cr(s=1)", "fr(s=2)", "uncoded/fastest-4"}
+    assert (out / "recommend.png").is_file() and (out / "recommend.csv").is_file()
+    again = runner.invoke(app, args)
+    assert again.exit_code == 2 and "holds files already" in again.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--schemes", "fr", "--max-s", "1"], "no candidate is left for 7 workers"),
+        (["--schemes", "nope"], "unknown scheme nope"),
+        (["--policies", "k_async"], "recommend cannot choose k_async (asynchronous ones with training only)"),
+        (["--policies", "deadline"], "recommend cannot choose deadline"),
+        (["--max-s", "-1"], "--max-s must be at least 0"),
+    ],
+)
+def test_bad_filters_are_one_sentence(tmp_path, args, message):
+    result = runner.invoke(app, ["recommend", str(cluster(tmp_path, workers=7)), *args, "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert result.output.count("\n") == 1
+
+
+def test_a_source_that_cannot_be_weighed_is_refused(tmp_path):
+    sim = tmp_path / "sim"
+    assert runner.invoke(app, ["simulate", str(cluster(tmp_path)), "--out", str(sim)]).exit_code == 0
+    result = runner.invoke(app, ["recommend", str(sim)])
+    assert result.exit_code == 2 and "is a sim run, not a real one" in result.output
+    result = runner.invoke(app, ["recommend", str(tmp_path / "absent.yaml")])
+    assert result.exit_code == 2 and "no such scenario file or results directory" in result.output
+    swept = cluster(tmp_path, extra="sweep: {straggling.probability: [0.1, 0.2]}\n"
+                    "straggling: {model: independent, probability: 0.1, slowdown: 2}\n")  # fmt: skip
+    result = runner.invoke(app, ["recommend", str(swept)])
+    assert result.exit_code == 2 and "fix the swept fields with --set" in result.output
+    scenario = scenario_of(cluster(tmp_path))
+    trained = scenario.model_copy(update={"training": scenario.training.model_copy(update={"in_simulator": True})})
+    with pytest.raises(GcbenchError, match="the scenario cannot run the candidates: training.batch_size: 256 is not"):
+        enumerate_candidates(trained)
+    fitting = trained.model_copy(update={"training": trained.training.model_copy(update={"batch_size": 240})})
+    with pytest.raises(GcbenchError, match="give one"):
+        recommend(fitting, enumerate_candidates(fitting, schemes=["uncoded"], max_s=1))
