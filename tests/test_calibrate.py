@@ -336,3 +336,15 @@ def test_a_missing_directory_and_a_prediction_of_another_model_are_refused(writt
 def test_read_measured_reads_what_write_run_wrote(written):
     run = read_measured(written)
     assert run.variants == ["uncoded", "FR s=1"] and run.backend == "torch"
+
+
+def test_recommend_weighs_the_candidates_on_a_real_run_calibrated_first(written, tmp_path):
+    out = tmp_path / "recommend"
+    args = ["recommend", str(written), "--schemes", "uncoded,cr", "--max-s", "1", "--iterations", "200",
+            "--out", str(out)]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert f"{written} (calibrated): 3 candidates" in result.output
+    document = json.loads((out / "recommend.json").read_text())
+    assert document["source"] == f"{written} (calibrated)" and document["scenario"]["calibrated_from"] == [str(written)]
+    assert {row["candidate"] for row in document["ranked"]} == {"uncoded", "cr(s=1)", "uncoded/fastest-5"}

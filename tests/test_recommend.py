@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -146,3 +147,22 @@ def test_a_source_that_cannot_be_weighed_is_refused(tmp_path):
     fitting = trained.model_copy(update={"training": trained.training.model_copy(update={"batch_size": 240})})
     with pytest.raises(GcbenchError, match="give one"):
         recommend(fitting, enumerate_candidates(fitting, schemes=["uncoded"], max_s=1))
+
+
+@pytest.mark.slow
+def test_with_training_every_kind_is_ranked_together_by_the_time_to_the_target(tmp_path):
+    training = (
+        "training: {in_simulator: true, dataset: synthetic, model: softmax, batch_size: 240, "
+        "learning_rate: 0.00003, eval_every: 5, target_accuracy: 0.6, device: cpu}\n"
+        "straggling: {model: fixed, workers: [2], slowdown: 8}\n"
+    )
+    scenario = scenario_of(cluster(tmp_path, extra=training))
+    candidates = enumerate_candidates(scenario, schemes=["uncoded", "fr", "pipelined_fr"], max_s=1)
+    table, basis = recommend(scenario, candidates, 60)
+    assert basis["metric"] == table["metric"].iloc[0] == "seconds to 60.0% accuracy"
+    assert list(table["rank"]) == list(range(1, len(table) + 1))  # one ranking: exact, approximate, stale together
+    assert set(table["kind"]) == {"exact", "approximate", "stale"} and {
+        "uncoded/fastest-5",
+        "uncoded/k_async-5",
+    } <= set(table["candidate"])
+    assert np.isfinite(table["value"]).any() and (table["value"].diff().dropna() >= 0).all()
