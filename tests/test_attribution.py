@@ -147,6 +147,10 @@ def test_bad_input_is_one_sentence(tmp_path):
     (run / "run.json").write_text(json.dumps(meta))
     with pytest.raises(GcbenchError, match="its variant 'CR s=1' is not in its run.json scenario"):
         attribute(run)
+    workers = pd.read_parquet(run / "workers.parquet")
+    workers.drop(columns=["arrival"]).to_parquet(run / "workers.parquet")
+    with pytest.raises(GcbenchError, match="its workers table lacks the columns arrival"):
+        attribute(run)
     (run / "workers.parquet").unlink()
     with pytest.raises(GcbenchError, match="has no workers.parquet"):
         attribute(run)

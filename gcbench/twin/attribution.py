@@ -18,6 +18,7 @@ import pandas as pd
 from gcbench.errors import GcbenchError
 from gcbench.policies import SynchronousPolicy, WaitAll
 from gcbench.results import slowness as slow
+from gcbench.results.schema import WORKER_COLUMNS
 from gcbench.results.store import read_results
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.loading import point_scenario
@@ -78,6 +79,9 @@ def attribute(path: Path) -> pd.DataFrame:
         raise GcbenchError(f"{path}: cannot read its results ({error.__class__.__name__}: {error}).") from None
     if workers is None:
         raise GcbenchError(f"{path}: has no workers.parquet; attribution needs every worker's times.")
+    missing = [column for column in WORKER_COLUMNS if column not in workers.columns]
+    if missing:
+        raise GcbenchError(f"{path}: its workers table lacks the columns {', '.join(missing)}.")
     if "scenario" not in metadata:
         raise GcbenchError(f"{path}: has no run.json with its scenario, so its schemes and policies are unknown.")
     return attribution_table(iterations, workers, metadata, messages, str(path))
@@ -97,6 +101,8 @@ def attribution_table(iterations: pd.DataFrame, workers: pd.DataFrame, metadata:
         scenario = scenarios[int(point)]
         variant = _variant(scenario, str(name), label)
         keys = (workers["variant"] == name) & (workers["point"] == point)
+        if not keys.any():  # (a variant without worker rows has nothing to attribute)
+            continue
         sent = None if messages is None else messages[(messages["variant"] == name) & (messages["point"] == point)]
         rows += _variant_rows(scenario, variant, frame, workers[keys], sent)
     if not rows:
@@ -162,11 +168,12 @@ def _seed(iterations: pd.DataFrame, rows: pd.DataFrame, messages: pd.DataFrame |
     return Seed(straggled, present, used, ended, per_partition, response, grid_messages, durations)
 
 
-def _what_if(seeds: list[Seed], stop, scheme, n: int) -> dict[str, np.ndarray | float]:
+def _what_if(seeds: list[Seed], stop, scheme, n: int) -> dict[str, np.ndarray | float] | None:
     """The replayed time of the run as recorded (``base``), with every worker at most the iteration's median
-    worker (``ideal``), and with each one worker so (``without``, one per worker): sums over seeds."""
+    worker (``ideal``), and with each one worker so (``without``, one per worker): sums over seeds. None where no
+    iteration can be replayed."""
     owner = scheme.message_owner
-    base, ideal, without, recorded = 0.0, 0.0, np.zeros(n), 0.0
+    base, ideal, without, recorded, replayable = 0.0, 0.0, np.zeros(n), 0.0, 0
     for seed in seeds:
         typical = np.median(seed.response, axis=1)[:, None]  # inf only where most workers never answered
         capped = np.minimum(seed.response, typical)
@@ -194,6 +201,9 @@ def _what_if(seeds: list[Seed], stop, scheme, n: int) -> dict[str, np.ndarray | 
             times[:, w] = capped[:, w]
             without[w] += total(stop(arrivals(times, one)))
         recorded += float(seed.durations.sum())
+        replayable += int(redone.sum())
+    if not replayable:  # no iteration's results finish it under the rule (no arrival recorded): no what-if
+        return None
     return {"base": base, "ideal": ideal, "without": without, "recorded": recorded}
 
 
