@@ -82,7 +82,7 @@ def test_candidates_share_their_draws(tmp_path):
     scenario = scenario_of(cluster(tmp_path, extra="straggling: {model: independent, probability: 0.2, slowdown: 4}\n"))
     schemes = ["uncoded", "ignore_stragglers", "fr", "heterogeneous", "cr"]
     candidates = enumerate_candidates(scenario, schemes=schemes, max_s=2)
-    first, _ = recommend(scenario, candidates, 500)
+    first, basis = recommend(scenario, candidates, 500)
     again, _ = recommend(scenario, candidates, 500)
     pd.testing.assert_frame_equal(first, again, check_exact=True)
     values = first.set_index("candidate")["value"]
@@ -93,6 +93,14 @@ def test_candidates_share_their_draws(tmp_path):
         and values["fr(s=2)"] == values["heterogeneous(s=2)"]
     )
     assert values["cr(s=1)"] != values["fr(s=1)"]  # (and different codes differ)
+    # equal times are near ties, listed best first; a kind whose best stands alone has none
+    ties = basis["near_ties"]["approximate"]
+    assert {"ignore_stragglers(s=2)", "uncoded/fastest-4"} <= set(ties) and ties[0] == first.loc[
+        first["kind"] == "approximate", "candidate"
+    ].iloc[0]
+    for kind, labels in basis["near_ties"].items():
+        best = first[first["kind"] == kind]["value"].min()
+        assert all(values[label] <= 1.1 * best for label in labels)
 
 
 def test_gcbench_recommend_prints_the_best_and_writes_its_files(tmp_path):

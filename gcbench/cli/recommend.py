@@ -126,6 +126,11 @@ def _notes(basis: dict) -> list[str]:
     if chronic:
         named = ", ".join(f"worker {w} ({share:.0%} of uncoded's slowdown)" for w, share in chronic.items())
         notes.append(f"chronic stragglers under uncoded training: {named}")
+    for kind, labels in basis["near_ties"].items():
+        notes.append(
+            f"{', '.join(labels)} ({kind}) are predicted within 10% of one another, and a calibrated twin can err "
+            "by more (docs/calibration.md, Limits): run them for real before choosing"
+        )
     if basis["target_accuracy"] is None:
         notes.append(
             "exact, approximate and stale candidates are ranked apart: an approximate or stale update buys less "

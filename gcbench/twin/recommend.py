@@ -80,6 +80,7 @@ def recommend(scenario: Scenario, candidates: list[Candidate], iterations: int =
         "chronic_workers": {str(w): share for w, share in chronic.items()},
         "candidates": len(table),
         "merged": {label: [m.variant.display_label() for m in same] for label, same in merged.items()},
+        "near_ties": near_ties(table),
     }
     return table[list(COLUMNS)], basis
 
@@ -160,6 +161,20 @@ def _chronic_workers(scenario: Scenario, recorder, seed: int) -> dict[int, float
     table = attribution_table(iterations, workers, {"scenario": scenario.model_dump(mode="json")})
     chronic = table[table["pattern"] == "chronic"]
     return {int(row.worker): float(row.share) for row in chronic.itertuples()}
+
+
+NEAR = 0.10  # a candidate predicted within 10% of its kind's best is a near tie: a calibrated twin errs by more
+
+
+def near_ties(table: pd.DataFrame) -> dict[str, list[str]]:
+    """Per kind (or for all, ranked together), the candidates predicted within ``NEAR`` of the best, best first."""
+    ties = {}
+    for kind, rows in table.groupby("kind" if table["rank"].duplicated().any() else np.zeros(len(table)), sort=False):
+        best = rows["value"].min()
+        close = rows[(rows["value"] <= best * (1 + NEAR)) & np.isfinite(rows["value"])]
+        if len(close) > 1:
+            ties[str(kind) if isinstance(kind, str) else "all"] = close.sort_values("rank")["candidate"].tolist()
+    return ties
 
 
 def _ranked(table: pd.DataFrame, apart: bool) -> pd.DataFrame:
