@@ -21,9 +21,7 @@ def compute_times(compute, rng: np.random.Generator, iterations: int, loads: np.
     n = len(loads)
     if compute.trace is not None:
         table = cleaned_trace(compute.trace, n)[0]
-        times = table[np.arange(first, first + iterations) % len(table)]
-        if compute.trace.load_scaling == "proportional":
-            times = times * loads
+        times = compute.trace.at_loads(table[np.arange(first, first + iterations) % len(table)], loads)
     elif compute.load == "scale":
         times = _scaled(compute.per_partition.sample(rng, (iterations, n)), loads)
     else:

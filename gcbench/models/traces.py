@@ -20,10 +20,11 @@ from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from gcbench.errors import GcbenchError
 from gcbench.models._config import Config
+from gcbench.models.delay_profiles import at_load, read_base_compute, read_profile
 
 MAX_TRACE_SECONDS = 1e9  # the longest time a trace entry may replay (after time_scale), as for distributions
 
@@ -71,20 +72,71 @@ class TraceCleaning:
         return asdict(self)
 
 
-class Trace(Config):
-    """Replay measured times; ``time_scale`` converts the file's unit to seconds."""
+class BaseComputeFile(Config):
+    """``base_comp.pkl`` of a delay-profile folder, and the region whose line's slope is the base compute."""
 
     path: str
+    region: str
+
+
+class Trace(Config):
+    """Replay measured times; ``time_scale`` converts the file's unit to seconds.
+
+    ``format``: ``table`` (a long-form CSV or Parquet file) or ``delay_profile`` (a pickled delay profile of
+    Sequential-Gradient-Coding-2, gcbench/models/delay_profiles.py); ``auto`` tells them by the suffix (.pkl).
+    ``load_scaling``: ``proportional`` (time x load: the trace measured one partition), ``none``, or
+    ``base_compute``, that repository's load model: the time at a worker's normalised load L (its partitions over
+    the workers) is the trace's, measured at ``base_load``, plus (L - base_load) x ``base_compute`` seconds (a
+    number, or ``{path: base_comp.pkl, region: ...}``, the slope of that file's line for the region).
+    """
+
+    path: str
+    format: Literal["auto", "table", "delay_profile"] = "auto"
     columns: TraceColumns = TraceColumns()
     time_scale: Annotated[float, Field(gt=0, le=1e9)] = 1.0
     duplicates: Literal["mean", "first", "error"] = "mean"
     missing: Literal["worker_median", "drop_iteration", "error"] = "worker_median"
-    load_scaling: Literal["proportional", "none"] = "proportional"
+    load_scaling: Literal["proportional", "none", "base_compute"] = "proportional"
+    base_load: Annotated[float, Field(ge=0, le=1)] = 0.0
+    base_compute: Annotated[float, Field(ge=0, le=1e9)] | BaseComputeFile | None = None
+
+    @model_validator(mode="after")
+    def _base_compute_with_its_model(self) -> Trace:
+        if (self.load_scaling == "base_compute") != (self.base_compute is not None):
+            raise ValueError(
+                "load_scaling: base_compute and base_compute (seconds, or {path, region}) go together"
+                if self.load_scaling == "base_compute"
+                else f"base_compute is the base_compute load model's; give load_scaling: base_compute, not "
+                f"{self.load_scaling}"
+            )
+        return self
+
+    @property
+    def is_profile(self) -> bool:
+        """A pickled delay profile (``format``, or ``auto`` and a .pkl file), else a long-form table."""
+        return self.format == "delay_profile" or (self.format == "auto" and Path(self.path).suffix == ".pkl")
 
     def resolve(self, base: Path) -> Trace:
-        """The same trace with its path made absolute against the scenario's folder."""
+        """The same trace with its paths made absolute against the scenario's folder."""
         path = Path(self.path)
-        return self if path.is_absolute() else self.model_copy(update={"path": str(base / path)})
+        update = {} if path.is_absolute() else {"path": str(base / path)}
+        if isinstance(self.base_compute, BaseComputeFile) and not Path(self.base_compute.path).is_absolute():
+            update["base_compute"] = self.base_compute.model_copy(update={"path": str(base / self.base_compute.path)})
+        return self.model_copy(update=update) if update else self
+
+    def base_compute_seconds(self) -> float:
+        """``base_compute`` in seconds (read from its file where it names one)."""
+        if isinstance(self.base_compute, BaseComputeFile):
+            return _base_compute(self.base_compute.path, self.base_compute.region)
+        return float(self.base_compute or 0.0)
+
+    def at_loads(self, times: np.ndarray, loads: np.ndarray) -> np.ndarray:
+        """Replayed times of workers holding ``loads`` partitions, by ``load_scaling``."""
+        if self.load_scaling == "proportional":
+            return times * loads
+        if self.load_scaling == "base_compute":
+            return at_load(times, loads / len(loads), self.base_load, self.base_compute_seconds())
+        return times
 
     def matrix(self, workers: int) -> np.ndarray:
         """Times in seconds as an (iterations x workers) matrix, after the duplicate and missing policies."""
@@ -92,8 +144,33 @@ class Trace(Config):
 
     def cleaned(self, workers: int) -> tuple[np.ndarray, TraceCleaning]:
         """The matrix, and what the policies did to get it."""
+        if self.is_profile:
+            return profile_matrix(Path(self.path), workers, self.time_scale)
         frame = read_trace_frame(Path(self.path), self.columns)
         return clean_trace(frame, workers, self.duplicates, self.missing, self.time_scale)
+
+
+@lru_cache(maxsize=8)
+def _base_compute(path: str, region: str) -> float:
+    return read_base_compute(Path(path), region)
+
+
+def profile_matrix(path: Path, workers: int, scale: float = 1.0) -> tuple[np.ndarray, TraceCleaning]:
+    """A delay profile's first ``workers`` workers (by worker_id), rounds as iterations, times x ``scale``."""
+    delays = read_profile(path) * scale
+    if delays.shape[1] < workers:
+        raise GcbenchError(
+            f"compute.trace: {path.name} profiles {delays.shape[1]} workers, the scenario needs {workers}."
+        )
+    usable = np.isfinite(delays) & (delays >= 0) & (delays <= MAX_TRACE_SECONDS)
+    if not usable[:, :workers].all():
+        round_, worker = np.argwhere(~usable[:, :workers])[0]
+        raise GcbenchError(
+            f"compute.trace: {path.name}: worker {worker}'s delay in round {round_} is {delays[round_, worker]} s, "
+            "not a time a profile can replay."
+        )
+    table = delays[:, :workers]
+    return table, TraceCleaning(table.size, 0, 0, 0, 0, 0, 0, len(table))
 
 
 @lru_cache(maxsize=8)

@@ -69,6 +69,8 @@ class DrawBlocks:
         """A pipelined scheme's step 0 fills each worker's cache: the other held partitions' compute times, from
         a stream of their own (none for a trace whose times do not scale with the load)."""
         compute = self.scenario.compute
+        if compute.trace is not None and compute.trace.load_scaling == "base_compute":  # the extra load's compute
+            return self.warmup_loads / self.scenario.workers * compute.trace.base_compute_seconds()
         if compute.trace is not None and compute.trace.load_scaling != "proportional":
             return np.zeros(self.scenario.workers)
         return compute_times(compute, self.warmup, 1, self.warmup_loads)[0]

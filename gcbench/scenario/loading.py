@@ -192,6 +192,7 @@ def resolve_paths(scenario: Scenario, scenario_file: Path) -> Scenario:
     resolved = resolved.model_copy(update={"path": str(where)})
     try:
         cleaned_trace(resolved, scenario.workers)
+        resolved.base_compute_seconds()  # (a base_comp.pkl is read, and refused, here)
     except GcbenchError as error:
         raise ScenarioError(f"{scenario_file}: {str(error).rstrip('.')}.") from None
     compute = scenario.compute.model_copy(update={"trace": resolved})
