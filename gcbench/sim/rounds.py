@@ -1,0 +1,255 @@
+"""Round replay under the rules of Sequential-Gradient-Coding-2 (Krishnan, Ebrahimi and Khisti, "Sequential
+Gradient Coding for Straggler Mitigation", ICLR 2023; repository mamaj/Sequential-Gradient-Coding-2), the
+comparison docs/coding.md, "Sequential gradient coding", describes.
+
+Every round each worker runs one task (a job's share, or for multiplexed SGC several mini-tasks) and reports a
+delay, read from a (workers x rounds) delay matrix (a delay profile at the design's load). The master waits
+(1 + mu) times the round's fastest delay: the workers slower than that are the round's stragglers, and if the
+pattern they make fits the design's straggler model the round ends then (at the slowest delay if that is sooner)
+and their results are lost; otherwise the master waits for every worker (a *wait*). A job is decoded a fixed delay
+T after its round. The total runtime of ``jobs`` jobs is the sum of the durations of the ``jobs + T`` rounds.
+
+- ``Uncoded``: every round waits for every worker (T = 0).
+- ``GradientCode(s)``: a round ends early when it has fewer than s stragglers (the repository's rule), or at most
+  s with ``tandon=True`` (Tandon et al.'s: any n - s results decode). Load (s + 1)/n, T = 0.
+- ``SelectiveRepeat(B, W, lam)`` (SR-SGC): s' = ceil(B lam / (W - 1 + B)), load (s' + 1)/n, T = B. Job t is
+  decodable from n - s' results for it received in rounds t and t + B; in round t + B the workers whose round-t
+  result for job t is missing repeat that task, as many of them as exceed s' (the lowest-numbered), instead of
+  starting job t + B. In the last B rounds a round whose job is already decodable is skipped (duration 0).
+- ``Multiplexed(B, W, lam)`` (M-SGC): W - 1 + B mini-tasks a round, mini-task m of round r serving job r - m:
+  the first W - 1 uncoded ("D1"), the last B coded ("D2", one group each), a worker switching a D2 slot back to
+  D1 work where its D1 mini-tasks for that job are not all in; T = W - 2 + B. Job t decodes when every worker
+  has all W - 1 of its D1 mini-tasks and each D2 group has n - lam results.
+
+The (B, W, lam)-bursty model a pattern must fit: over the last W rounds (this one included) at most lam distinct
+workers straggled, and no worker straggling now straggled in the rounds W - 1 to B before this one. For SR-SGC a
+past round counts only where some worker repeated a task in it or more than s' workers straggled in it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+IDLE, LOST = -2, -1  # a worker's entry in a round: the job its task served, LOST (it straggled), IDLE (no task)
+
+
+@dataclass(frozen=True)
+class Replay:
+    durations: np.ndarray  # (rounds,) seconds
+    waits: int  # rounds whose stragglers broke the model, so the master waited for every worker
+    state: np.ndarray | None = None  # what each worker's results served (a sequential design's: for its decoder)
+
+    @property
+    def runtime(self) -> float:
+        return float(self.durations.sum())
+
+
+def round_end(delays: np.ndarray, mu: float) -> tuple[float, np.ndarray]:
+    """When the master stops waiting in a round with these delays, and who straggled (slower than that)."""
+    wait = delays.min() * (1 + mu)
+    return wait, delays > wait
+
+
+def _finish(delays: np.ndarray, wait: float, fits: bool) -> float:
+    """A round's duration: the wait (or the slowest delay, if sooner) where the pattern fits, else the slowest."""
+    return float(min(wait, delays.max())) if fits else float(delays.max())
+
+
+class Uncoded:
+    name = "uncoded"
+    delay = 0
+
+    def __init__(self) -> None:
+        self.params: tuple = ()
+
+    def load(self, n: int) -> float:
+        return 1 / n
+
+    def replay(self, delays: np.ndarray, jobs: int, mu: float) -> Replay:
+        used = delays[:, :jobs]
+        return Replay(used.max(axis=0).astype(float), jobs)
+
+
+class GradientCode:
+    name = "gc"
+    delay = 0
+
+    def __init__(self, s: int, tandon: bool = False) -> None:
+        self.s, self.tandon, self.params = s, tandon, (s,)
+
+    def load(self, n: int) -> float:
+        return (self.s + 1) / n
+
+    def replay(self, delays: np.ndarray, jobs: int, mu: float) -> Replay:
+        durations, waits = np.empty(jobs), 0
+        for r in range(jobs):
+            column = delays[:, r]
+            wait, late = round_end(column, mu)
+            count = int(late.sum())
+            fits = count <= self.s if self.tandon else count < self.s
+            waits += not fits
+            durations[r] = _finish(column, wait, fits)
+        return Replay(durations, waits)
+
+
+def _bursty_fit(lost: np.ndarray, r: int, late: np.ndarray, B: int, W: int, lam: int, counted: np.ndarray) -> bool:
+    """The (B, W, lam)-bursty model: ``lost`` (workers x rounds) marks who straggled in past rounds and ``counted``
+    (rounds) which past rounds count."""
+    first = max(0, r + 1 - W)
+    past = lost[:, first:r] & counted[first:r]
+    if int((past.any(axis=1) | late).sum()) > lam:
+        return False
+    recent = lost[:, first : max(0, r + 1 - B)] & counted[first : max(0, r + 1 - B)]
+    return not (recent.any(axis=1) & late).any()
+
+
+class SelectiveRepeat:
+    name = "sr_sgc"
+
+    def __init__(self, B: int, W: int, lam: int) -> None:
+        if B < 1 or W <= B or (W - 1) % B:
+            raise ValueError(f"sr_sgc needs B >= 1 and W = B + 1 + a multiple of B, got B={B}, W={W}")
+        self.B, self.W, self.lam, self.params = B, W, lam, (B, W, lam)
+        self.s = math.ceil(B * lam / (W - 1 + B))
+        self.delay = B
+
+    def load(self, n: int) -> float:
+        return (self.s + 1) / n
+
+    def replay(self, delays: np.ndarray, jobs: int, mu: float) -> Replay:
+        n, rounds, B = delays.shape[0], jobs + self.delay, self.B
+        served = np.full((n, rounds), IDLE)  # the job each worker's result served, LOST or IDLE
+        durations, waits = np.zeros(rounds), 0
+        for r in range(rounds):
+            due = r - B  # the job decoded at the end of this round
+            if r >= jobs and self._decodable(served, due, n):
+                continue  # nothing left to compute for it: the round is skipped
+            tasks = np.full(n, r)
+            if due >= 0:
+                missing = np.flatnonzero(served[:, due] != due)
+                tasks[missing[: max(0, missing.size - self.s)]] = due
+            wait, late = round_end(delays[:, r], mu)
+            counted = self._counted(served, r)
+            fits = _bursty_fit(served == LOST, r, late, B, self.W, self.lam, counted)
+            if fits:
+                tasks[late] = LOST
+            waits += not fits
+            served[:, r] = tasks
+            durations[r] = _finish(delays[:, r], wait, fits)
+        return Replay(durations, waits, served)
+
+    def decodable(self, served: np.ndarray, job: int) -> bool:
+        """Job ``job`` decodes from the results ``served`` (workers x rounds) holds for it in its rounds."""
+        return self._decodable(served, job, served.shape[0])
+
+    def _decodable(self, served: np.ndarray, job: int, n: int) -> bool:
+        return int((served[:, job] == job).sum() + (served[:, job + self.B] == job).sum()) >= n - self.s
+
+    def _counted(self, served: np.ndarray, r: int) -> np.ndarray:
+        """Past rounds whose stragglers count against the model: a round in which every worker ran its own
+        round's task or straggled, with at most s' stragglers, does not."""
+        own = (served[:, :r] == np.arange(r)) | (served[:, :r] == LOST)
+        few = (served[:, :r] == LOST).sum(axis=0) <= self.s
+        counted = np.ones(served.shape[1], bool)
+        counted[:r] = ~(own.all(axis=0) & few)
+        return counted
+
+
+class Multiplexed:
+    name = "m_sgc"
+
+    def __init__(self, B: int, W: int, lam: int) -> None:
+        if B < 1 or W < 2:
+            raise ValueError(f"m_sgc needs B >= 1 and W >= 2, got B={B}, W={W}")
+        self.B, self.W, self.lam, self.params = B, W, lam, (B, W, lam)
+        self.slots = W - 1 + B
+        self.delay = W - 2 + B
+
+    def load(self, n: int) -> float:
+        B, W, lam = self.B, self.W, self.lam
+        if lam == n:
+            return (W - 1 + B) / (n * (W - 1))
+        return (lam + 1) * (W - 1 + B) / (n * (B + (W - 1) * (lam + 1)))
+
+    def replay(self, delays: np.ndarray, jobs: int, mu: float) -> Replay:
+        n, rounds, d1 = delays.shape[0], jobs + self.delay, self.W - 1
+        # work[w, m, r]: what worker w's mini-task m of round r was (0: D1, g + 1: D2 group g, LOST, IDLE)
+        work = np.full((n, self.slots, rounds), IDLE)
+        durations, waits = np.zeros(rounds), 0
+        for r in range(rounds):
+            for m in range(min(self.slots, r + 1)):
+                if m < d1:
+                    work[:, m, r] = 0
+                else:
+                    whole = (self._diagonal(work, r - m) == 0).sum(axis=1) >= d1
+                    work[:, m, r] = np.where(whole, m - d1 + 1, 0)
+            wait, late = round_end(delays[:, r], mu)
+            fits = _bursty_fit(work[:, 0, :] == LOST, r, late, self.B, self.W, self.lam, np.ones(rounds, bool))
+            if fits:
+                work[late, :, r] = LOST
+            waits += not fits
+            durations[r] = _finish(delays[:, r], wait, fits)
+        return Replay(durations, waits, work)
+
+    def _diagonal(self, work: np.ndarray, job: int) -> np.ndarray:
+        """(workers x slots): worker w's mini-task m for ``job``, run in round job + m (IDLE past the last)."""
+        rounds = work.shape[2]
+        out = np.full(work.shape[:2], IDLE)
+        for m in range(self.slots):
+            if 0 <= job + m < rounds:
+                out[:, m] = work[:, m, job + m]
+        return out
+
+    def decodable(self, work: np.ndarray, job: int) -> bool:
+        """Job ``job`` decodes from the mini-task results ``work`` (workers x slots x rounds) holds for it."""
+        n, seen = work.shape[0], self._diagonal(work, job)
+        if ((seen == 0).sum(axis=1) < self.W - 1).any():
+            return False
+        groups = (seen.ravel()[:, None] == np.arange(1, self.B + 1)).sum(axis=0)
+        return bool((groups >= n - self.lam).all())
+
+
+DESIGNS = {"uncoded": Uncoded, "gc": GradientCode, "sr_sgc": SelectiveRepeat, "m_sgc": Multiplexed}
+
+
+def parameters(design: str, n: int, jobs: int, max_delay: int):
+    """Every admissible parameter tuple of a design the paper's search tries: s in 1..n for gradient coding;
+    lam in 1..n with, for SR-SGC, B in 1..max_delay and W = B + 1, 2B + 1, ... up to ``jobs``; for M-SGC,
+    W in 2..jobs - 1 and B in 1..W - 1 with W - 1 + B <= max_delay."""
+    if design == "uncoded":
+        yield ()
+    elif design == "gc":
+        yield from ((s,) for s in range(1, n + 1))
+    elif design == "sr_sgc":
+        for lam in range(1, n + 1):
+            for B in range(1, max_delay + 1):
+                yield from ((B, W, lam) for W in range(B + 1, jobs + 1, B))
+    elif design == "m_sgc":
+        for lam in range(1, n + 1):
+            for W in range(2, jobs):
+                yield from ((B, W, lam) for B in range(1, W) if W - 1 + B <= max_delay)
+    else:
+        raise ValueError(f"unknown design {design}")
+
+
+def at_design_load(base: np.ndarray, load: float, base_load: float, base_compute: float) -> np.ndarray:
+    """The repository's load model on a (workers x rounds) matrix of delays measured at ``base_load``."""
+    return base + (load - base_load) * base_compute
+
+
+def search(design: str, base: np.ndarray, jobs: int, mu: float, base_load: float, base_compute: float,
+           max_delay: int | None = None) -> list[tuple[tuple, float, float, int]]:  # fmt: skip
+    """(parameters, load, total runtime, waits) of every admissible parameter tuple of ``design`` on the delays
+    ``base`` (workers x rounds, measured at ``base_load``), its load applied by the repository's model."""
+    n, rounds = base.shape
+    max_delay = rounds - jobs if max_delay is None else max_delay
+    found = []
+    for params in parameters(design, n, jobs, max_delay):
+        model = DESIGNS[design](*params)
+        load = model.load(n)
+        replay = model.replay(at_design_load(base, load, base_load, base_compute), jobs, mu)
+        found.append((params, load, replay.runtime, replay.waits))
+    return found
