@@ -332,3 +332,9 @@ def test_the_same_run_plots_to_the_same_bytes(tmp_path):
         digests.append({p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.iterdir())})
         time.sleep(1.1)  # a creation date would now differ
     assert digests[0] == digests[1]
+
+
+def test_a_file_given_for_a_run_is_one_sentence(tmp_path):
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "stragglers.yaml"
+    result = runner.invoke(app, ["plot", str(scenario), "-o", str(tmp_path)])
+    assert result.exit_code == 2 and "is a file, not a results directory" in result.output

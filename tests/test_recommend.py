@@ -148,6 +148,13 @@ def test_a_source_that_cannot_be_weighed_is_refused(tmp_path):
                     "straggling: {model: independent, probability: 0.1, slowdown: 2}\n")  # fmt: skip
     result = runner.invoke(app, ["recommend", str(swept)])
     assert result.exit_code == 2 and "fix the swept fields with --set" in result.output
+    fixed = ["recommend", str(swept), "--set", "straggling.probability=0.3", "--schemes", "uncoded", "--max-s", "1",
+             "--iterations", "50", "--out", str(tmp_path / "fixed")]  # fmt: skip
+    result = runner.invoke(app, fixed)
+    assert result.exit_code == 0, result.output
+    assert (
+        json.loads((tmp_path / "fixed" / "recommend.json").read_text())["scenario"]["straggling"]["probability"] == 0.3
+    )
     scenario = scenario_of(cluster(tmp_path))
     trained = scenario.model_copy(update={"training": scenario.training.model_copy(update={"in_simulator": True})})
     with pytest.raises(GcbenchError, match="the scenario cannot run the candidates: training.batch_size: 256 is not"):

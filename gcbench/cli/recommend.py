@@ -23,7 +23,11 @@ def recommend(
     ] = None,
     policies: Annotated[
         str | None,
-        typer.Option("--policies", metavar="a,b", help="Only these policies: wait_all, decodable, fastest_k, k_async."),
+        typer.Option(
+            "--policies",
+            metavar="a,b",
+            help="Only these policies: wait_all, decodable, fastest_k (and k_async where the scenario trains).",
+        ),
     ] = None,
     top: Annotated[int, typer.Option("--top", min=1, help="How many candidates to print per kind.")] = 5,
     iterations: Annotated[
@@ -63,7 +67,7 @@ def recommend(
 
 def _cluster(source: Path, seeds: str | None, sets: list[str] | None):
     """The scenario to weigh candidates on: the file's, or the run's calibrated one; and where it came from."""
-    from gcbench.scenario.loading import load_scenario
+    from gcbench.scenario.loading import load_scenario, read_yaml
     from gcbench.scenario.overrides import parse_seeds, parse_sets
 
     overrides = parse_sets(sets or [])
@@ -80,6 +84,9 @@ def _cluster(source: Path, seeds: str | None, sets: list[str] | None):
         return scenario, f"{source} (calibrated)"
     if not source.exists():
         raise GcbenchError(f"{source}: no such scenario file or results directory.")
+    sweep = read_yaml(source).get("sweep")
+    if isinstance(sweep, dict) and set(sweep) & set(overrides):  # a field the command line fixes is not swept
+        overrides["sweep"] = {path: values for path, values in sweep.items() if path not in overrides}
     points = load_scenario(source, overrides)
     if len(points) > 1:
         raise GcbenchError(
@@ -128,14 +135,15 @@ def _notes(basis: dict) -> list[str]:
         notes.append(f"chronic stragglers under uncoded training: {named}")
     for kind, labels in basis["near_ties"].items():
         notes.append(
-            f"{', '.join(labels)} ({kind}) are predicted within 10% of one another, and a calibrated twin can err "
-            "by more (docs/calibration.md, Limits): run them for real before choosing"
+            f"{', '.join(labels)} ({kind}) are predicted within 10% of one another, closer than a simulation can be "
+            "trusted to rank them on a real cluster (docs/calibration.md, Limits): run them for real before choosing"
         )
-    if basis["target_accuracy"] is None:
+    kinds = basis["kinds"]
+    if basis["target_accuracy"] is None and len(kinds) > 1:
         notes.append(
-            "exact, approximate and stale candidates are ranked apart: an approximate or stale update buys less "
-            "progress per iteration; train in the simulator (training.in_simulator, target_accuracy) to rank them "
-            "together"
+            f"{', '.join(kinds[:-1])} and {kinds[-1]} candidates are ranked apart: an approximate or stale update "
+            "buys less progress per iteration; train in the simulator (training.in_simulator, target_accuracy) to "
+            "rank them together"
         )
     return notes
 

@@ -12,12 +12,12 @@ from matplotlib.patches import Patch
 
 from gcbench.plot.labels import sweep_values
 from gcbench.plot.style import FULL_WIDTH
-from gcbench.plot.timeline import DOWN
 from gcbench.results import slowness as slow
 
 SHOWN = 200  # iterations per panel: more would be thinner than a pixel in print
 MOST_PANELS = 8
 SLOWEST = 4.0  # the shade saturates at 4 times the iteration's median worker
+DOWN = "#009E73"  # failed or down: a green apart from the shade's scale and the markers' blue
 
 
 def attribution_map(iterations: pd.DataFrame, workers: pd.DataFrame | None,
@@ -49,7 +49,9 @@ def attribution_map(iterations: pd.DataFrame, workers: pd.DataFrame | None,
         bar.set_ticks([1, 1.5, 2, 3, 4], labels=["≤ 1", "1.5", "2", "3", "≥ 4"])
         bar.ax.minorticks_off()
         bar.set_label("compute per partition / iteration's median worker", fontsize=7)
-    axes[0].legend(handles=_key(), ncol=2, frameon=False, loc="lower right", bbox_to_anchor=(1, 1.15), fontsize=6)
+    crashed = bool(mine["failed"].any())
+    axes[0].legend(handles=_key(crashed), ncol=2, frameon=False, loc="lower right", bbox_to_anchor=(1, 1.15),
+                   fontsize=6)  # fmt: skip
     return fig
 
 
@@ -84,12 +86,10 @@ def _title(variant: str, attribution: pd.DataFrame | None, point: int) -> str:
         return f"{variant}: no worker's slowness cost time (slowdown {top['slowdown']:.2f}x)"
     return (
         f"{variant}: worker {top['worker']} ({top['pattern']}) accounts for {top['share']:.0%} of the slowdown "
-        f"({top['slowdown']:.2f}x); without it {top['speedup_without']:.2f}x faster"
+        f"({top['slowdown']:.2f}x in all); without it {top['speedup_without']:.2f}x faster"
     )
 
 
-def _key() -> list:
-    return [
-        Line2D([], [], marker="o", color="#56B4E9", ls="", markersize=3, label="its result ended the iteration"),
-        Patch(color=DOWN, label="failed or down"),
-    ]
+def _key(crashed: bool) -> list:
+    ended = Line2D([], [], marker="o", color="#56B4E9", ls="", markersize=3, label="its result ended the iteration")
+    return [ended, Patch(color=DOWN, label="failed or down")] if crashed else [ended]

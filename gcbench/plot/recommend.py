@@ -20,7 +20,8 @@ def candidates_figure(table: pd.DataFrame, top: int) -> Figure:
     panels = [(table[table["kind"] == k] if apart else table).sort_values("rank").head(MOST_SHOWN) for k in kinds]
     sizes = [len(p) + 1.5 for p in panels]
     fig = Figure(figsize=(COLUMN_WIDTH * 1.8, 0.6 + 0.15 * sum(sizes)))
-    axes = fig.subplots(len(panels), 1, squeeze=False, sharex=True, gridspec_kw={"height_ratios": sizes})[:, 0]
+    axes = fig.subplots(len(panels), 1, squeeze=False, sharex=True,
+                        gridspec_kw={"height_ratios": sizes, "hspace": 0.35})[:, 0]  # fmt: skip
     reference = table.loc[table["candidate"] == "uncoded", "value"]
     for ax, kind, rows in zip(axes, kinds, panels, strict=True):
         _panel(ax, rows, top)
@@ -28,7 +29,7 @@ def candidates_figure(table: pd.DataFrame, top: int) -> Figure:
             ax.axvline(reference.iloc[0], color="0.4", lw=0.8, ls="--")
         shown = f", the best {MOST_SHOWN}" if len(rows) < (table["kind"] == kind).sum() else ""
         ax.set_title(f"{kind} candidates{shown}" if apart else "candidates", fontsize=8, loc="left")
-    axes[-1].set_xlabel(f"{table['metric'].iloc[0]} (dashed: uncoded)")
+    axes[-1].set_xlabel(f"{table['metric'].iloc[0]} (bold: the best {top}; dashed: uncoded)")
     return fig
 
 

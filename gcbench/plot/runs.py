@@ -108,6 +108,10 @@ def load_run(path: Path) -> Run:
 
 
 def _read_metadata(path: Path) -> dict:
+    if path.is_file():
+        raise GcbenchError(
+            f"{path}: is a file, not a results directory; plot the directories gcbench simulate and gcbench run write."
+        )
     if not path.is_dir():
         raise GcbenchError(f"{path}: no such results directory.")
     has_json, has_rows = (path / "run.json").is_file(), (path / "iterations.parquet").is_file()

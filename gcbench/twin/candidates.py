@@ -60,9 +60,10 @@ def enumerate_candidates(scenario: Scenario, schemes: list[str] | None = None, m
     wrong = [p for p in policies if p not in allowed]
     if wrong:
         why = "" if trains or not set(wrong) <= set(ASYNCHRONOUS) else " (asynchronous ones with training only)"
-        known_policies = ", ".join(p for p in ENUMERATED if p in POLICIES.names())
+        enumerated = ", ".join(p for p in allowed if p in POLICIES.names())
+        more = "" if trains else f" (and {', '.join(ASYNCHRONOUS)} where the scenario trains in the simulator)"
         raise GcbenchError(
-            f"--policies: recommend cannot choose {', '.join(wrong)}{why}; it enumerates {known_policies}."
+            f"--policies: recommend cannot choose {', '.join(wrong)}{why}; it enumerates {enumerated}{more}."
         )
     top = min(DEFAULT_MAX_S if max_s is None else max_s, n - 1)
     if top < 0:

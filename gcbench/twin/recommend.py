@@ -81,6 +81,7 @@ def recommend(scenario: Scenario, candidates: list[Candidate], iterations: int =
         "candidates": len(table),
         "merged": {label: [m.variant.display_label() for m in same] for label, same in merged.items()},
         "near_ties": near_ties(table),
+        "kinds": list(dict.fromkeys(table["kind"])),
     }
     return table[list(COLUMNS)], basis
 
@@ -193,7 +194,7 @@ def _reason(candidate: Candidate, row: dict, n: int, chronic: dict[int, float]) 
     if variant.scheme == "uncoded":  # fastest-k or k-async over uncoded partitions
         dropped = n - policy.k
         how = "waits for the fastest" if policy.synchronous else "each update applies the first"
-        return f"{how} {policy.k} of {n}, dropping {dropped}'s partitions: approximate, no extra compute"
+        return f"{how} {policy.k} of {n} and drops the other {dropped}'s partitions: approximate, no extra compute"
     parts = []
     if chronic and s >= len(chronic):
         named = ", ".join(f"worker {w}" for w in chronic)
