@@ -212,7 +212,17 @@ class Multiplexed:
         return bool((groups >= n - self.lam).all())
 
 
-DESIGNS = {"uncoded": Uncoded, "gc": GradientCode, "sr_sgc": SelectiveRepeat, "m_sgc": Multiplexed}
+class TandonGradientCode(GradientCode):
+    """Gradient coding under Tandon et al.'s rule: a round with at most s stragglers ends early."""
+
+    name = "gc_tandon"
+
+    def __init__(self, s: int) -> None:
+        super().__init__(s, tandon=True)
+
+
+DESIGNS = {"uncoded": Uncoded, "gc": GradientCode, "gc_tandon": TandonGradientCode, "sr_sgc": SelectiveRepeat,
+           "m_sgc": Multiplexed}  # fmt: skip
 
 
 def parameters(design: str, n: int, jobs: int, max_delay: int):
@@ -221,7 +231,7 @@ def parameters(design: str, n: int, jobs: int, max_delay: int):
     W in 2..jobs - 1 and B in 1..W - 1 with W - 1 + B <= max_delay."""
     if design == "uncoded":
         yield ()
-    elif design == "gc":
+    elif design in ("gc", "gc_tandon"):
         yield from ((s,) for s in range(1, n + 1))
     elif design == "sr_sgc":
         for lam in range(1, n + 1):
