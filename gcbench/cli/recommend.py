@@ -114,6 +114,7 @@ def _progress(console):
 
 
 def _print_top(table, top: int, console) -> None:
+    import numpy as np
     from rich.table import Table
 
     for kind, rows in table.groupby("kind", sort=False):
@@ -123,7 +124,9 @@ def _print_top(table, top: int, console) -> None:
             grid.add_column(heading)
         for row in shown.itertuples():
             interval = f"{row.ci_low:.4g} - {row.ci_high:.4g}" if row.ci_low == row.ci_low else "n/a"
-            grid.add_row(str(row.rank), row.candidate, f"{row.value:.4g}", interval, f"{row.speedup:.2f}x", row.reason)
+            speedup = f"{row.speedup:.2f}x" if np.isfinite(row.speedup) and row.speedup > 0 else "n/a"
+            value = f"{row.value:.4g}" if np.isfinite(row.value) else "never"
+            grid.add_row(str(row.rank), row.candidate, value, interval, speedup, row.reason)
         console.print(grid)
 
 
