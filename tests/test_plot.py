@@ -405,10 +405,11 @@ def test_the_readme_links_shipped_figures_and_they_carry_the_names_plot_gives():
     links = re.findall(r"\]\((figures/[^)]+)\)", (ROOT / "README.md").read_text())
     assert links and all((ROOT / link).is_file() for link in links), links
     # results/stragglers, results/cifar10-{sim,real}, results/scheme_family, results/compression,
-    # results/compression-cifar10-real
+    # results/compression-cifar10-real, results/trace_replay
     stems = ("stragglers-sim", "cifar10-sim", "cifar10-real", "scheme_family-sim", "compression-sim",
-             "compression-cifar10-real")  # fmt: skip
-    names = {f"{stem}-{spec.name}" for stem in stems for spec in FIGURES} | {"cifar10-sim-vs-cifar10-real"}
+             "compression-cifar10-real", "trace_replay-sim")  # fmt: skip
+    names = {f"{stem}-{spec}" for stem in stems for spec in [*(spec.name for spec in FIGURES), "attribution"]}
+    names |= {"cifar10-sim-vs-cifar10-real"}
     shipped = {path.stem for path in (ROOT / "figures").glob("*.png")}
     assert shipped <= names, shipped - names
 
