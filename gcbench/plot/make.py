@@ -127,7 +127,7 @@ def plot_runs(
 def draw_runs(runs: list[Run], out: Path, formats: tuple[str, ...], target: float | None,
               attributions: dict[Path, pd.DataFrame] | None = None) -> list[Written]:  # fmt: skip
     """Render the figures of loaded runs into out; ``attributions`` (per run's path, its attribution table,
-    gcbench/twin/attribution.py) titles the attribution figure's panels."""
+    gcbench/twin/attribution.py): the runs whose attribution figure is drawn, its panels titled from the table."""
     style.apply()
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -139,7 +139,8 @@ def draw_runs(runs: list[Run], out: Path, formats: tuple[str, ...], target: floa
                 if run.workers is None and spec.caption_without_workers is not None:
                     caption = spec.caption_without_workers
                 written.append(save_figure(fig, out / f"{run.stem}-{spec.name}", formats, _caption(caption, run)))
-        fig = attribution_map(run.iterations, run.workers, (attributions or {}).get(run.path))
+        table = (attributions or {}).get(run.path)  # none: the run cannot be attributed (plot said why)
+        fig = None if table is None else attribution_map(run.iterations, run.workers, table)
         if fig is not None:
             written.append(save_figure(fig, out / f"{run.stem}-attribution", formats, _caption(ATTRIBUTION, run)))
     for sim, reals, rows in comparisons(runs):
