@@ -28,3 +28,8 @@ def scheme_for(scenario: Scenario, variant: Variant) -> Scheme:
     params = scheme_parameters(scenario, variant)
     key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
     return _scheme(variant.scheme, scenario.workers, variant.s, key)
+
+
+def variant_labelled(scenario: Scenario, label: str) -> Variant | None:
+    """The scenario's variant whose label is ``label`` (as the results tables name it), or None."""
+    return next((variant for variant in scenario.variants if variant.display_label() == label), None)

@@ -20,7 +20,7 @@ from gcbench.policies import SynchronousPolicy, WaitAll
 from gcbench.results import slowness as slow
 from gcbench.results.schema import WORKER_COLUMNS
 from gcbench.results.store import read_results
-from gcbench.scenario.build import scheme_for
+from gcbench.scenario.build import scheme_for, variant_labelled
 from gcbench.scenario.loading import point_scenario
 from gcbench.scenario.schema import Scenario, Variant
 
@@ -111,10 +111,10 @@ def attribution_table(iterations: pd.DataFrame, workers: pd.DataFrame, metadata:
 
 
 def _variant(scenario: Scenario, label: str, where: str) -> Variant:
-    for variant in scenario.variants:
-        if variant.display_label() == label:
-            return variant
-    raise GcbenchError(f"{where}: its variant '{label}' is not in its run.json scenario.")
+    variant = variant_labelled(scenario, label)
+    if variant is None:
+        raise GcbenchError(f"{where}: its variant '{label}' is not in its run.json scenario.")
+    return variant
 
 
 def _variant_rows(scenario: Scenario, variant: Variant, iterations: pd.DataFrame, workers: pd.DataFrame,

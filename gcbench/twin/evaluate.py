@@ -19,7 +19,7 @@ from scipy import stats
 
 from gcbench.errors import GcbenchError
 from gcbench.results.summary import mean_confidence_interval
-from gcbench.scenario.build import scheme_for
+from gcbench.scenario.build import scheme_for, variant_labelled
 from gcbench.scenario.schema import Scenario
 from gcbench.twin.fit import scaled
 from gcbench.twin.measured import MeasuredRun
@@ -128,10 +128,10 @@ def ranking(table: pd.DataFrame) -> tuple[float, bool]:
 
 
 def _variant(scenario: Scenario, label: str):
-    for variant in scenario.variants:
-        if variant.display_label() == label:
-            return variant
-    raise GcbenchError(f"variant '{label}' of the run is not in its scenario.")
+    variant = variant_labelled(scenario, label)
+    if variant is None:
+        raise GcbenchError(f"variant '{label}' of the run is not in its scenario.")
+    return variant
 
 
 def _row(label: str, measured: pd.DataFrame, simulated: np.ndarray) -> dict:
