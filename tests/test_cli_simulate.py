@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import get_args
 
 import pandas as pd
 import pytest
@@ -127,7 +128,8 @@ def certain_death_variants() -> list[dict]:
             continue
         policy = {"name": name, **{f: 2 for f, field in cls.model_fields.items() if field.is_required()}}
         if cls.synchronous:
-            variants += [{"scheme": "cr", "s": 1, "policy": {**policy, "fallback": f}} for f in ("wait", "approximate")]
+            fallbacks = get_args(cls.model_fields["fallback"].annotation)  # those the policy takes
+            variants += [{"scheme": "cr", "s": 1, "policy": {**policy, "fallback": f}} for f in fallbacks]
         else:
             variants.append({"scheme": "uncoded", "policy": policy})
     return variants

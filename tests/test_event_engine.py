@@ -71,7 +71,12 @@ POLICIES = st.one_of(
     st.sampled_from(["wait_all", "decodable"]).map(lambda name: {"name": name}),
     st.integers(1, 8).map(lambda k: {"name": "fastest_k", "k": k}),
     st.sampled_from([0.33, 0.95, 1.7, 4.1]).map(lambda d: {"name": "deadline", "deadline": d}),
-).flatmap(lambda p: st.sampled_from(["wait", "approximate"]).map(lambda f: {**p, "fallback": f}))
+).flatmap(lambda p: st.sampled_from(["wait", "approximate"]).map(lambda f: {**p, "fallback": f})) | st.builds(
+    lambda mu, wait_for, fewer: {"name": "relative_deadline", "mu": mu, "wait_for": wait_for, "fewer_than_s": fewer},
+    st.sampled_from([0.0, 0.2, 1.0]),
+    st.sampled_from(["all", "decodable"]),
+    st.booleans(),
+)
 
 
 @st.composite

@@ -17,27 +17,34 @@ POLICIES = [
     {"name": "fastest_k", "k": 3},
     {"name": "deadline", "deadline": 0.5},
     {"name": "deadline", "deadline": 0.5, "fallback": "approximate"},
+    {"name": "relative_deadline", "mu": 1.0},
+    {"name": "relative_deadline", "mu": 0.2, "wait_for": "decodable"},
+    {"name": "relative_deadline", "mu": 1.0, "fewer_than_s": True},
+    {"name": "relative_deadline", "mu": 0.0, "wait_for": "decodable", "fewer_than_s": True},
 ]
 SCHEMES = [("uncoded", 0, {}), ("fr", 1, {}), ("cr", 2, {}), ("cyclic_mds", 1, {}), ("cce_fr", 1, {"m": 2})]
 
 
 def online_stop(policy, scheme, arrivals: np.ndarray) -> tuple[float, str]:
-    """Replay arrivals in time order, asking stop_now at each distinct arrival time and once at wake_at().
+    """Replay arrivals in time order, asking stop_now at each distinct arrival time and once at wake_at(first).
 
     inf marks a worker crashed for good: once every other message is in, nothing more can arrive."""
     received: list[int] = []
-    wake, woken = policy.wake_at(), False
+    wake, woken, first = policy.wake_at(), False, INF
     finite = arrivals[np.isfinite(arrivals)]
     for moment in np.unique(finite):
         if not woken and wake < moment:
             woken = True
-            if reason := policy.stop_now(scheme, received, wake, False):
+            if reason := policy.stop_now(scheme, received, wake, False, first):
                 return wake, reason
         received += [int(i) for i in np.flatnonzero(arrivals == moment)]
-        if reason := policy.stop_now(scheme, received, float(moment), len(received) == len(finite)):
+        if first == INF:  # the master asks the policy's wake time again once the first message is in
+            first = float(moment)
+            wake = wake if woken else policy.wake_at(first)
+        if reason := policy.stop_now(scheme, received, float(moment), len(received) == len(finite), first):
             return float(moment), reason
     if not woken and np.isfinite(wake):  # nothing more can arrive, but the master still wakes at wake_at()
-        if reason := policy.stop_now(scheme, received, wake, True):
+        if reason := policy.stop_now(scheme, received, wake, True, first):
             return wake, reason
     return float("inf"), "stuck"
 

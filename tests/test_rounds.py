@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gcbench.coding import make_scheme
+from gcbench.policies import RelativeDeadline
 from gcbench.sim.rounds import (
     LOST,
     GradientCode,
@@ -118,3 +120,25 @@ def test_every_job_decodes_by_its_deadline_whatever_the_delays(delays, B, extra,
     if multiplexed.delay + jobs <= 14:
         work = multiplexed.replay(delays, jobs, mu).state
         assert all(multiplexed.decodable(work, job) for job in range(jobs))
+
+
+@pytest.mark.parametrize("tandon", [False, True])
+@pytest.mark.parametrize("mu", [0.0, 0.2, 1.0])
+def test_the_relative_deadline_policy_ends_rounds_as_the_repositorys_gradient_coding(tandon, mu):
+    """relative_deadline on a gradient code gives the repository's round durations: with ``fewer_than_s`` its
+    rule, without it Tandon's (cyclic repetition decodes from any n - s results); uncoded waits for all."""
+    delays = np.random.default_rng(3).gamma(2.0, 1.0, (8, 40))
+    for s in (1, 2, 3):
+        policy = RelativeDeadline(mu=mu, fewer_than_s=not tandon)
+        outcome = policy.stop_times(delays.T, make_scheme("cr", n=8, s=s))
+        expected = GradientCode(s, tandon=tandon).replay(delays, 40, mu).durations
+        np.testing.assert_array_equal(outcome.stop, expected)
+    uncoded = RelativeDeadline(mu=mu, fewer_than_s=not tandon).stop_times(delays.T, make_scheme("uncoded", n=8))
+    np.testing.assert_array_equal(uncoded.stop, Uncoded().replay(delays, 40, mu).durations)
+
+
+def test_relative_deadline_variants_that_differ_in_their_rule_differ_in_label():
+    names = {RelativeDeadline(mu=1).display_name, RelativeDeadline(mu=0.2).display_name,
+             RelativeDeadline(mu=1, fewer_than_s=True).display_name,
+             RelativeDeadline(mu=1, wait_for="decodable").display_name}  # fmt: skip
+    assert len(names) == 4 and "relative_deadline(mu=1, fewer_than_s)" in names

@@ -4,7 +4,8 @@ Per iteration t every live worker gets one job (draw row t); the failure
 model's crash applies to a worker's first job of the iteration, and a crashed
 worker redoes the iteration once it is back. The policy's ``stop_now`` is the
 only stopping rule: called after each result with its time, and once at
-``wake_at()`` before any later result. Results arriving at the very instant the
+``wake_at(first)`` before any later result (``first``: when the iteration's
+first result came, inf before it). Results arriving at the very instant the
 master stops are used too (as by the fast path, whose used set is "arrived by
 the stop"). With ``stale_work: abandon`` the unfinished jobs are abandoned at
 the stop, and jobs not yet started never run; with ``finish`` every worker
@@ -105,6 +106,7 @@ class SynchronousMaster:
         self.order: list[int] = []
         self.received = []
         reason, stop, wake = None, 0.0, self.policy.wake_at()
+        first, woken = INF, False  # when the first result came; whether the policy's wake time has passed
         limit = start + cluster.timeout  # infinite in virtual time
         while reason is None:
             self._dispatch(t)
@@ -118,12 +120,17 @@ class SynchronousMaster:
             if event is None and until < start + wake:
                 raise timed_out_iteration(t, cluster.timeout, len(self.received), self.scheme.n)
             if event is None:  # the wake time: the policy decides before any later result
-                stop, reason = wake, self.policy.stop_now(self.scheme, self.order, wake, self._nothing_more(t))
-                wake = INF
+                stop = wake
+                reason = self.policy.stop_now(self.scheme, self.order, wake, self._nothing_more(t), first)
+                wake, woken = INF, True
                 continue
             if self._note(event, t):
                 stop = event.at - start
-                reason = self.policy.stop_now(self.scheme, self.order, stop, self._nothing_more(t))
+                if first == INF:  # a policy may time its wake from the first result
+                    first = stop
+                    if not woken:
+                        wake = self.policy.wake_at(first)
+                reason = self.policy.stop_now(self.scheme, self.order, stop, self._nothing_more(t), first)
         while (event := cluster.next_event(start + stop)) is not None:  # results at the same instant count too
             self._note(event, t)
         self._finish(t, start, stop, reason)

@@ -6,7 +6,7 @@ order `gcbench policies` lists them and the YAML union tries them.
 
 from gcbench.policies._base import AggregationPolicy, PolicyOutcome, SynchronousPolicy
 from gcbench.policies._registry import POLICIES, available_policies, register_policy
-from gcbench.policies.synchronous import Deadline, Decodable, FastestK, WaitAll
+from gcbench.policies.synchronous import Deadline, Decodable, FastestK, RelativeDeadline, WaitAll
 
 # isort: split
 # synchronous policies register first; the union is built once all are registered
@@ -31,6 +31,7 @@ __all__ = [
     "KBatchAsync",
     "Policy",
     "PolicyOutcome",
+    "RelativeDeadline",
     "SynchronousPolicy",
     "WaitAll",
     "available_policies",

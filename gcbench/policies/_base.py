@@ -14,6 +14,8 @@ from gcbench import stops
 from gcbench.coding import Scheme
 from gcbench.models import Config
 
+INF = float("inf")
+
 
 class PolicyOutcome(NamedTuple):
     stop: np.ndarray  # (rows,) seconds after the iteration's start; inf: cannot progress
@@ -44,21 +46,25 @@ class SynchronousPolicy(AggregationPolicy):
         """Offline (simulator): stop times for rows of known arrival times."""
         raise NotImplementedError
 
-    def stop_now(self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool) -> str | None:
+    def stop_now(
+        self, scheme: Scheme, received: list[int], elapsed: float, all_arrived: bool, first: float = INF
+    ) -> str | None:
         """Online (real master): the stop reason (gcbench.stops) if the master should stop with these messages
         now, else None.
 
         ``received`` are message ids in arrival order; ``all_arrived``: no further
         message can arrive this iteration (every sender answered, or the rest
-        crashed for good). Called after each arrival with its time, and once with
-        ``elapsed == wake_at()`` exactly when that is finite, before any arrival
-        after it. Must agree with ``stop_times``.
+        crashed for good); ``first``: when the iteration's first message arrived
+        (inf before it). Called after each arrival with its time, and once with
+        ``elapsed == wake_at(first)`` exactly when that is finite, before any
+        arrival after it. Must agree with ``stop_times``.
         """
         raise NotImplementedError
 
-    def wake_at(self) -> float:
-        """Seconds after the iteration's start at which the master must decide even without a new message."""
-        return float("inf")
+    def wake_at(self, first: float = INF) -> float:
+        """Seconds after the iteration's start at which the master must decide even without a new message,
+        given when the first message arrived (inf before it; the master asks again once it has)."""
+        return INF
 
     def stuck_hint(self) -> str:
         """What to change when permanent crashes leave an iteration unable to finish."""
