@@ -231,7 +231,8 @@ def one_message_instance(name: str, n: int) -> dict | None:
     for s, params in admitted[len(admitted) // 2 :] + admitted[: len(admitted) // 2]:
         try:
             scheme = make_scheme(name, n=n, s=s, **params)
-            if not sends_several(scheme) and not scheme.pipelined:  # (the vectorised engine refuses them)
+            refused = sends_several(scheme) or scheme.pipelined or scheme.sequential  # (by the vectorised engine)
+            if not refused:
                 return {"scheme": name, "s": s, **params}
         except SchemeParameterError:
             continue

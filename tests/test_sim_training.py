@@ -66,10 +66,11 @@ def run(variant: dict, seed: int = 0, **fields) -> RunRecorder:
 
 def exact_variants() -> list[dict]:
     """Every registered exact scheme, with the most demanding parameters it takes for N workers (s <= 2); not the
-    pipelined ones, whose stale partition gradients train otherwise (tests/test_pipelined.py)."""
+    pipelined ones, whose stale partition gradients train otherwise (tests/test_pipelined.py), nor the sequential
+    ones, which do not train yet (tests/test_sequential.py)."""
     variants = []
     for name in available_schemes():
-        if not scheme_class(name).exact or scheme_class(name).pipelined:
+        if not scheme_class(name).exact or scheme_class(name).pipelined or scheme_class(name).sequential:
             continue
         sets = [(s, p) for s, p in valid_parameter_sets(name, N) if s <= 2]
         s, params = max(sets, key=lambda sp: (sp[0], sp[1].get("m", 1)))

@@ -64,6 +64,9 @@ class Scheme(abc.ABC):
     hypothesis_ranges: ClassVar[dict[str, tuple[int, int]]] = {}
     # True when a worker computes one held partition per step and encodes from its cache (coding/pipelined.py)
     pipelined: ClassVar[bool] = False
+    # True when a job is decoded rounds after its dispatch from results of several rounds (coding/sequential.py):
+    # such a scheme gives ``delay`` and ``rounds(count)``, the bookkeeping the master asks when a round may end
+    sequential: ClassVar[bool] = False
     # what the conformance suite's exhaustive checks cost (tests/test_scheme_conformance.py): True when checking
     # every straggler set at n <= 10 takes seconds, or every responder set at n <= 7 takes minutes; such a check
     # then runs only in the slow lane (pytest -m slow), and Hypothesis still samples the scheme in the everyday one

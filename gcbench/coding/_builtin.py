@@ -14,6 +14,7 @@ from gcbench.coding.ignore_stragglers import IgnoreStragglers
 from gcbench.coding.is_gc import IgnoreStragglerGC
 from gcbench.coding.partial import ChunkedCyclicRepetition, PartialCyclicRepetition
 from gcbench.coding.pipelined import PipelinedCyclicRepetition, PipelinedFractionalRepetition
+from gcbench.coding.sequential import SelectiveRepeatSGC
 from gcbench.coding.sgc import StochasticGradientCoding
 from gcbench.coding.uncoded import Uncoded
 
@@ -36,6 +37,7 @@ BUILTIN_SCHEMES = (
     PipelinedFractionalRepetition,
     PartialCyclicRepetition,
     ChunkedCyclicRepetition,
+    SelectiveRepeatSGC,
 )
 
 for _cls in BUILTIN_SCHEMES:

@@ -27,6 +27,9 @@ class ClusterTimeout(RunStuck):
 def decoding_quality(rec: RunRecorder, scheme: Scheme, rows: np.ndarray | None = None) -> None:
     """Exact or approximate per iteration (of ``rows``, default all), with the residual of approximate decodes."""
     rows = np.arange(rec.iterations) if rows is None else np.asarray(rows, dtype=np.int64)
+    if scheme.sequential:  # a round ends only once the job due decodes, from its results over its rounds
+        rec.exact[rows], rec.residual[rows] = True, 0.0
+        return
     reason, failed = rec.reason[rows], rec.failed[rows]
     guaranteed = scheme.exact & np.isin(reason, [stops.DECODABLE, stops.ALL_ARRIVED]) & ~failed.any(axis=1)
     rec.exact[rows] = guaranteed

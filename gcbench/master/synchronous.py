@@ -32,6 +32,7 @@ from gcbench.coding.pipelined import CachedVersions, used_staleness
 from gcbench.master.learner import Learner
 from gcbench.master.messages import message_ids, whole_jobs
 from gcbench.master.outcome import stuck_iteration, timed_out_iteration
+from gcbench.master.sequential import RoundCode
 from gcbench.results.messages import MessageLog, sends_several
 from gcbench.results.recorder import RunRecorder
 
@@ -63,6 +64,8 @@ class SynchronousMaster:
         # computed gradients reports its worker's); a job computes on the weights of the iteration it was sent in
         self.ages = CachedVersions(scheme) if scheme.pipelined and learner is None else None
         self.sent_in: dict = {}  # job -> the iteration in progress when it was submitted
+        # a sequential scheme: what "decodable" means in each round (the straggler pattern, the job due)
+        self.rounds = RoundCode(scheme, rec.iterations) if scheme.sequential else None
         self.current = 0
         for column in (rec.compute_start, rec.compute_end, rec.arrival):
             column[:] = np.nan  # a job that never started has no times
@@ -105,6 +108,7 @@ class SynchronousMaster:
             self._hold(w, t, bool(self.crash[t, w]))
         self.order: list[int] = []
         self.received = []
+        code = self.scheme if self.rounds is None else self.rounds.begin(t)
         reason, stop, wake = None, 0.0, self.policy.wake_at()
         first, woken = INF, False  # when the first result came; whether the policy's wake time has passed
         limit = start + cluster.timeout  # infinite in virtual time
@@ -121,7 +125,7 @@ class SynchronousMaster:
                 raise timed_out_iteration(t, cluster.timeout, len(self.received), self.scheme.n)
             if event is None:  # the wake time: the policy decides before any later result
                 stop = wake
-                reason = self.policy.stop_now(self.scheme, self.order, wake, self._nothing_more(t), first)
+                reason = self.policy.stop_now(code, self.order, wake, self._nothing_more(t), first)
                 wake, woken = INF, True
                 continue
             if self._note(event, t):
@@ -130,7 +134,7 @@ class SynchronousMaster:
                     first = stop
                     if not woken:
                         wake = self.policy.wake_at(first)
-                reason = self.policy.stop_now(self.scheme, self.order, stop, self._nothing_more(t), first)
+                reason = self.policy.stop_now(code, self.order, stop, self._nothing_more(t), first)
         while (event := cluster.next_event(start + stop)) is not None:  # results at the same instant count too
             self._note(event, t)
         self._finish(t, start, stop, reason)
@@ -244,6 +248,8 @@ class SynchronousMaster:
             rec.compression_error[t] = self.learner.compression_error
         if self.scheme.pipelined:  # the oldest cached partition gradient the decode used
             rec.staleness[t] = used_staleness(self.scheme, self.received, t)
+        if self.rounds is not None:  # the rest of the round's results are lost; the decoded job's delay
+            rec.staleness[t] = self.rounds.end(self.order)
         unanswered = np.flatnonzero(~(rec.used[t] | rec.failed[t]))
         for w in cluster.restarting(unanswered.tolist()) if unanswered.size else ():
             rec.failed[t, w] = True  # killed while idle: a real cluster is restarting it

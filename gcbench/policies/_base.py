@@ -39,6 +39,8 @@ class SynchronousPolicy(AggregationPolicy):
     """A policy whose master waits, decodes once, and starts the next iteration."""
 
     fallback: Literal["wait", "approximate"] = "wait"
+    # True when the policy stops at a count of messages, whether or not they decode (fastest_k)
+    stops_at_a_count: ClassVar[bool] = False
 
     synchronous: ClassVar[bool] = True
 

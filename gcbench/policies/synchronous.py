@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, PositiveFloat
@@ -56,6 +56,7 @@ class FastestK(SynchronousPolicy):
     """Stop at the k-th message; decode exactly if those decode, else approximately."""
 
     name: Literal["fastest_k"] = "fastest_k"
+    stops_at_a_count: ClassVar[bool] = True
     k: Annotated[int, Field(ge=1)]
 
     def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:

@@ -10,6 +10,7 @@ from gcbench.coding import scheme_class
 from gcbench.errors import GcbenchError
 from gcbench.scenario import load_scenario
 from gcbench.scenario.build import scheme_for
+from gcbench.scenario.checks import SEQUENTIAL_UNTRAINED
 from gcbench.scenario.loading import with_overrides
 from gcbench.scenario.overrides import parse_seeds, parse_sets
 from gcbench.scenario.schema import Scenario
@@ -68,6 +69,12 @@ def check_real(scenario: Scenario, path: Path) -> None:
     if training.dataset == "synthetic" and training.data_dir:
         raise GcbenchError(f"{path}: training.data_dir ({training.data_dir}) is for cifar10; the dataset is synthetic.")
     refuse_allreduce_failures(scenario, path)
+    sequential = [v for v in scenario.variants if scheme_class(v.scheme).sequential]
+    if sequential:
+        raise GcbenchError(
+            f"{path}: variant '{sequential[0].display_label()}' uses {sequential[0].scheme}, which "
+            f"{SEQUENTIAL_UNTRAINED}; simulate it with --sim, or leave it out with --variants."
+        )
     partitions_of = [(f"variant '{v.display_label()}'", scheme_for(scenario, v).k) for v in scenario.variants]
     for label, partitions in partitions_of + [("the local backend", scenario.workers)]:
         if training.batch_size % partitions:

@@ -34,7 +34,8 @@ ITERATION_COLUMNS = {
     "residual": "Frobenius norm of W R - T for approximate decodes (0 when exact)",
     "staleness": (
         "mean model versions by which the used results were stale (0 for synchronous policies); for a pipelined "
-        "scheme that trains, the age in steps of the oldest cached partition gradient the decode used"
+        "scheme that trains, the age in steps of the oldest cached partition gradient the decode used; for a "
+        "sequential scheme, the rounds between the decoded job's dispatch and this round (NaN: no job decoded)"
     ),
 }
 

@@ -44,6 +44,12 @@ def training_problems(scenario: ScenarioFields) -> list[str]:
     if scenario.engine == "vectorised":
         problems.append(VECTORISED_CANNOT_TRAIN)
     for i, variant in enumerate(scenario.variants):
+        if scheme_class(variant.scheme).sequential:
+            problems.append(
+                f"variants[{i}]: {variant.scheme} {SEQUENTIAL_UNTRAINED}; give training.in_simulator: false"
+            )
+            return problems
+    for i, variant in enumerate(scenario.variants):
         k = make_scheme(variant.scheme, n=scenario.workers, s=variant.s, **variant.scheme_params()).k
         if training.batch_size % k:
             fit = max(k, round(training.batch_size / k) * k)
@@ -103,6 +109,9 @@ def variant_problems(n: int, variants: list[tuple[int, Variant]]) -> list[str]:
                 f"{where}.policy: {variant.scheme} refreshes each worker's cached partition gradients once per "
                 f"synchronous step, so it takes a synchronous policy, not {variant.policy.name}"
             )
+        sequential = problem is None and not unknown and scheme_class(variant.scheme).sequential
+        if sequential:
+            problems += sequential_policy_problems(where, variant)
         k = getattr(variant.policy, "k", None)
         if k is not None and k > n and getattr(variant.policy, "distinct", True):
             problems.append(f"{where}.policy.k: must be <= workers ({n})")
@@ -111,6 +120,25 @@ def variant_problems(n: int, variants: list[tuple[int, Variant]]) -> list[str]:
                 f"{where}.label: '{labels[position]}' names more than one variant; give each a distinct label"
             )
     return problems
+
+
+def sequential_policy_problems(where: str, variant: Variant) -> list[str]:
+    """A sequential scheme ends a round once its stragglers fit its model and the job due decodes: a synchronous
+    policy that waits for that (never an approximate decode, never a fixed count of results)."""
+    policy, name = variant.policy, variant.scheme
+    if not policy.synchronous or policy.stops_at_a_count:
+        return [
+            f"{where}.policy: {name} ends a round once its stragglers fit its model and the job due decodes, so "
+            f"it takes wait_all, decodable, deadline or relative_deadline, not {policy.name}"
+        ]
+    if policy.fallback == "approximate":
+        return [f"{where}.policy.fallback: {name} decodes every job exactly, rounds after it began; use wait"]
+    return []
+
+
+SEQUENTIAL_UNTRAINED = (
+    "applies no delayed gradients yet, so a variant using it runs in the simulator without training only"
+)
 
 
 def parameter_problem(variant: Variant) -> str | None:

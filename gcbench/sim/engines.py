@@ -21,7 +21,8 @@ EngineName = Literal["event", "vectorised"]
 def engine_for(scenario: Scenario, variant: Variant) -> EngineName:
     """Which engine runs this variant: ``auto`` takes the vectorised fast path where it applies (never when the
     scenario trains: only the event engine computes gradients; never for a pipelined scheme: only the event
-    engine's master keeps the workers' cache ages its staleness is; never for a scheme whose workers send several
+    engine's master keeps the workers' cache ages its staleness is; never for a sequential scheme, whose rounds depend
+    on the rounds before them; never for a scheme whose workers send several
     messages: only the event engine sends each as it is ready; never when late work shares the link with the next
     iteration's messages: the fast path gives each iteration a link of its own; never when a recovered worker's
     late jobs wait for the master's time between iterations)."""
@@ -37,6 +38,13 @@ def engine_for(scenario: Scenario, variant: Variant) -> EngineName:
                 f"engine: vectorised keeps no worker caches, and variant '{variant.display_label()}' uses "
                 f"{variant.scheme}, whose staleness is the age of the cached partition gradients each decode "
                 "uses; use engine: auto or event."
+            )
+        return "event"
+    if scheme_for(scenario, variant).sequential:
+        if scenario.engine == "vectorised":
+            raise GcbenchError(
+                f"engine: vectorised decides each iteration by itself, and variant '{variant.display_label()}' uses "
+                f"{variant.scheme}, whose rounds depend on the rounds before them; use engine: auto or event."
             )
         return "event"
     if sends_several(scheme_for(scenario, variant)):

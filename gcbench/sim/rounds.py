@@ -28,12 +28,11 @@ past round counts only where some worker repeated a task in it or more than s' w
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-IDLE, LOST = -2, -1  # a worker's entry in a round: the job its task served, LOST (it straggled), IDLE (no task)
+from gcbench.coding.sequential import IDLE, LOST, SelectiveRepeatRounds, bursty_fit, tolerated
 
 
 @dataclass(frozen=True)
@@ -95,17 +94,6 @@ class GradientCode:
         return Replay(durations, waits)
 
 
-def _bursty_fit(lost: np.ndarray, r: int, late: np.ndarray, B: int, W: int, lam: int, counted: np.ndarray) -> bool:
-    """The (B, W, lam)-bursty model: ``lost`` (workers x rounds) marks who straggled in past rounds and ``counted``
-    (rounds) which past rounds count."""
-    first = max(0, r + 1 - W)
-    past = lost[:, first:r] & counted[first:r]
-    if int((past.any(axis=1) | late).sum()) > lam:
-        return False
-    recent = lost[:, first : max(0, r + 1 - B)] & counted[first : max(0, r + 1 - B)]
-    return not (recent.any(axis=1) & late).any()
-
-
 class SelectiveRepeat:
     name = "sr_sgc"
 
@@ -113,49 +101,33 @@ class SelectiveRepeat:
         if B < 1 or W <= B or (W - 1) % B:
             raise ValueError(f"sr_sgc needs B >= 1 and W = B + 1 + a multiple of B, got B={B}, W={W}")
         self.B, self.W, self.lam, self.params = B, W, lam, (B, W, lam)
-        self.s = math.ceil(B * lam / (W - 1 + B))
+        self.s = tolerated(B, W, lam)
         self.delay = B
 
     def load(self, n: int) -> float:
         return (self.s + 1) / n
 
     def replay(self, delays: np.ndarray, jobs: int, mu: float) -> Replay:
-        n, rounds, B = delays.shape[0], jobs + self.delay, self.B
-        served = np.full((n, rounds), IDLE)  # the job each worker's result served, LOST or IDLE
+        n, rounds = delays.shape[0], jobs + self.delay
+        state = SelectiveRepeatRounds(n, self.s, self.B, self.W, self.lam, rounds)
         durations, waits = np.zeros(rounds), 0
         for r in range(rounds):
-            due = r - B  # the job decoded at the end of this round
-            if r >= jobs and self._decodable(served, due, n):
+            due = state.due(r)
+            if r >= jobs and state.results_for(due, r - 1) >= n - self.s:
                 continue  # nothing left to compute for it: the round is skipped
-            tasks = np.full(n, r)
-            if due >= 0:
-                missing = np.flatnonzero(served[:, due] != due)
-                tasks[missing[: max(0, missing.size - self.s)]] = due
+            state.begin(r)
             wait, late = round_end(delays[:, r], mu)
-            counted = self._counted(served, r)
-            fits = _bursty_fit(served == LOST, r, late, B, self.W, self.lam, counted)
+            fits = state.fits(r, late)
             if fits:
-                tasks[late] = LOST
+                state.end(r, late)
             waits += not fits
-            served[:, r] = tasks
             durations[r] = _finish(delays[:, r], wait, fits)
-        return Replay(durations, waits, served)
+        return Replay(durations, waits, state.served)
 
     def decodable(self, served: np.ndarray, job: int) -> bool:
         """Job ``job`` decodes from the results ``served`` (workers x rounds) holds for it in its rounds."""
-        return self._decodable(served, job, served.shape[0])
-
-    def _decodable(self, served: np.ndarray, job: int, n: int) -> bool:
+        n = served.shape[0]
         return int((served[:, job] == job).sum() + (served[:, job + self.B] == job).sum()) >= n - self.s
-
-    def _counted(self, served: np.ndarray, r: int) -> np.ndarray:
-        """Past rounds whose stragglers count against the model: a round in which every worker ran its own
-        round's task or straggled, with at most s' stragglers, does not."""
-        own = (served[:, :r] == np.arange(r)) | (served[:, :r] == LOST)
-        few = (served[:, :r] == LOST).sum(axis=0) <= self.s
-        counted = np.ones(served.shape[1], bool)
-        counted[:r] = ~(own.all(axis=0) & few)
-        return counted
 
 
 class Multiplexed:
@@ -187,7 +159,7 @@ class Multiplexed:
                     whole = (self._diagonal(work, r - m) == 0).sum(axis=1) >= d1
                     work[:, m, r] = np.where(whole, m - d1 + 1, 0)
             wait, late = round_end(delays[:, r], mu)
-            fits = _bursty_fit(work[:, 0, :] == LOST, r, late, self.B, self.W, self.lam, np.ones(rounds, bool))
+            fits = bursty_fit(work[:, 0, :] == LOST, r, late, self.B, self.W, self.lam, np.ones(rounds, bool))
             if fits:
                 work[late, :, r] = LOST
             waits += not fits

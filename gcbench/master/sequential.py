@@ -1,0 +1,51 @@
+"""A sequential scheme's rounds as the synchronous master sees them (gcbench/coding/sequential.py).
+
+The master runs a sequential scheme as it runs any synchronous one, one round per iteration, and asks the
+variant's policy when to stop; only what "decodes" means changes. ``RoundCode`` stands for the scheme during
+round t: its ``can_decode`` answers whether the round may end with the messages received so far (the workers not
+in are lost: the pattern must fit the scheme's straggler model, and the job due this round must decode), so
+``decodable`` ends a round as soon as it may, ``wait_all`` waits for every worker, and ``relative_deadline``
+follows the authors' code. Everything else it reads from the scheme.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+INF = float("inf")
+
+
+class RoundCode:
+    """The scheme of a sequential variant during one round: what the policies ask, answered by the rounds'
+    bookkeeping."""
+
+    def __init__(self, scheme, rounds: int) -> None:
+        self.scheme, self.state, self.t = scheme, scheme.rounds(rounds), 0
+
+    def __getattr__(self, name: str):
+        return getattr(self.scheme, name)
+
+    def begin(self, t: int) -> RoundCode:
+        """Round t starts: its tasks are set (a worker may repeat an earlier job's task)."""
+        self.t = t
+        self.state.begin(t)
+        return self
+
+    def late(self, received) -> np.ndarray:
+        """The workers none of whose messages are among ``received``."""
+        late = np.ones(self.scheme.n, bool)
+        late[self.scheme.message_owner[np.asarray(list(received), dtype=np.int64)]] = False
+        return late
+
+    def can_decode(self, received) -> bool:
+        return self.state.can_end(self.t, self.late(received))
+
+    def decode_times(self, arrivals: np.ndarray) -> np.ndarray:
+        raise TypeError("a sequential scheme's rounds depend on the rounds before them: only the event engine runs it")
+
+    def end(self, received) -> float:
+        """Round t ended with ``received``: the rest is lost. The staleness of the update it makes: the rounds
+        between the decoded job's dispatch and now (NaN in the first rounds, which decode no job)."""
+        self.state.end(self.t, self.late(received))
+        due = self.state.due(self.t)
+        return float("nan") if due is None else float(self.t - due)
