@@ -131,11 +131,14 @@ class Cluster(ABC):
         modelled time between them pass (``master.between_iterations``)."""
 
     @abstractmethod
-    def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
+    def submit(
+        self, worker: int, job: int, row: int, crash: bool, batch: int | None = None, version: int | None = None
+    ) -> Job:
         """Start a job on ``worker``: draw row ``row``; ``crash``: the failure model crashes it as it starts;
         ``batch``: the mini-batch it computes when the cluster trains (default ``row``; an asynchronous
         worker's j-th job computes mini-batch j on draw row j mod iterations). It computes on the weights
-        published last before the submission."""
+        published last before the submission, or with ``version`` on the ``version``-th published (from 0):
+        a sequential scheme's repeated task computes on its job's weights."""
 
     @abstractmethod
     def next_event(self, until: float) -> Event | None:

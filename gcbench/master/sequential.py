@@ -21,6 +21,7 @@ class RoundCode:
 
     def __init__(self, scheme, rounds: int) -> None:
         self.scheme, self.state, self.t = scheme, scheme.rounds(rounds), 0
+        self.results: dict[int, list] = {}  # job -> the used results that served it, while it waits for its decode
 
     def __getattr__(self, name: str):
         return getattr(self.scheme, name)
@@ -42,6 +43,18 @@ class RoundCode:
 
     def decode_times(self, arrivals: np.ndarray) -> np.ndarray:
         raise TypeError("a sequential scheme's rounds depend on the rounds before them: only the event engine runs it")
+
+    def serves(self, worker: int, t: int) -> int:
+        """The job worker's round-t task serves."""
+        return int(self.state.served[worker, t])
+
+    def collect(self, results: list) -> list | None:
+        """Keep round t's used results by the job each served; the results of the job due at its end (None in
+        the first rounds, which decode no job)."""
+        for result in results:
+            self.results.setdefault(self.serves(result.job.worker, self.t), []).append(result)
+        due = self.state.due(self.t)
+        return None if due is None else self.results.pop(due)
 
     def end(self, received) -> float:
         """Round t ended with ``received``: the rest is lost. The staleness of the update it makes: the rounds

@@ -150,7 +150,11 @@ class SynchronousMaster:
             self.held.discard(w)
             jobs, self.pending[w] = sorted(self.pending[w]), []
             for i, (row, crash) in enumerate(jobs):
-                job = cluster.submit(w, row, row, crash, row)
+                if self.rounds is None:
+                    job = cluster.submit(w, row, row, crash, row)
+                else:  # the job its round's task serves, on that job's weights and mini-batch
+                    served = self.rounds.serves(w, row)
+                    job = cluster.submit(w, row, row, crash, served, version=served)
                 if self.ages is not None:
                     self.sent_in[job] = self.current
                 if not crash:
@@ -216,6 +220,17 @@ class SynchronousMaster:
         for mid in message_ids(self.scheme, result):
             self.log.add(result.job.job, w, own.index(mid), mid, result.compute_end, result.at, used)
 
+    def _update(self, t: int) -> None:
+        """Step the learner with the iteration's results; for a sequential scheme, with the results of the job due
+        (none in its first rounds)."""
+        rec, results = self.rec, whole_jobs(self.received)
+        if self.rounds is not None:
+            results = self.rounds.collect(results)
+            if results is None:
+                return
+        rec.loss[t] = self.learner.update(results, rescale=False)
+        rec.compression_error[t] = self.learner.compression_error
+
     def _lost(self, failure: Failure, t: int | None) -> None:
         """A worker lost in a way the failure model did not draw: it redoes its job once back (if it comes back)."""
         job, w = failure.job, failure.worker
@@ -244,8 +259,7 @@ class SynchronousMaster:
                 if not self.pending[w]:
                     self.held.discard(w)
         if self.learner is not None:
-            rec.loss[t] = self.learner.update(whole_jobs(self.received), rescale=False)
-            rec.compression_error[t] = self.learner.compression_error
+            self._update(t)
         if self.scheme.pipelined:  # the oldest cached partition gradient the decode used
             rec.staleness[t] = used_staleness(self.scheme, self.received, t)
         if self.rounds is not None:  # the rest of the round's results are lost; the decoded job's delay

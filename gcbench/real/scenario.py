@@ -10,7 +10,6 @@ from gcbench.coding import scheme_class
 from gcbench.errors import GcbenchError
 from gcbench.scenario import load_scenario
 from gcbench.scenario.build import scheme_for
-from gcbench.scenario.checks import SEQUENTIAL_UNTRAINED
 from gcbench.scenario.loading import with_overrides
 from gcbench.scenario.overrides import parse_seeds, parse_sets
 from gcbench.scenario.schema import Scenario
@@ -72,8 +71,9 @@ def check_real(scenario: Scenario, path: Path) -> None:
     sequential = [v for v in scenario.variants if scheme_class(v.scheme).sequential]
     if sequential:
         raise GcbenchError(
-            f"{path}: variant '{sequential[0].display_label()}' uses {sequential[0].scheme}, which "
-            f"{SEQUENTIAL_UNTRAINED}; simulate it with --sim, or leave it out with --variants."
+            f"{path}: variant '{sequential[0].display_label()}' uses {sequential[0].scheme}, whose repeated tasks "
+            "compute on the weights of the job they repeat, which real workers do not keep yet; simulate it with "
+            "--sim, or leave it out with --variants."
         )
     partitions_of = [(f"variant '{v.display_label()}'", scheme_for(scenario, v).k) for v in scenario.variants]
     for label, partitions in partitions_of + [("the local backend", scenario.workers)]:

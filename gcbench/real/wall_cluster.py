@@ -112,7 +112,11 @@ class WallClockCluster(RealBackend, Cluster):
         return shards, setup, spec
 
     # -- jobs -------------------------------------------------------------------------------------
-    def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
+    def submit(
+        self, worker: int, job: int, row: int, crash: bool, batch: int | None = None, version: int | None = None
+    ) -> Job:
+        if version is not None:  # (real mode refuses sequential schemes: gcbench/real/scenario.py)
+            raise NotImplementedError("a real cluster's workers compute on the weights published last only")
         handle = Job(worker, job, row, self.now, crash)
         if worker in self._dead:
             return handle  # crashed for good: the job never runs, and nothing waits for it

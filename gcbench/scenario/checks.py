@@ -44,12 +44,6 @@ def training_problems(scenario: ScenarioFields) -> list[str]:
     if scenario.engine == "vectorised":
         problems.append(VECTORISED_CANNOT_TRAIN)
     for i, variant in enumerate(scenario.variants):
-        if scheme_class(variant.scheme).sequential:
-            problems.append(
-                f"variants[{i}]: {variant.scheme} {SEQUENTIAL_UNTRAINED}; give training.in_simulator: false"
-            )
-            return problems
-    for i, variant in enumerate(scenario.variants):
         k = make_scheme(variant.scheme, n=scenario.workers, s=variant.s, **variant.scheme_params()).k
         if training.batch_size % k:
             fit = max(k, round(training.batch_size / k) * k)
@@ -134,11 +128,6 @@ def sequential_policy_problems(where: str, variant: Variant) -> list[str]:
     if policy.fallback == "approximate":
         return [f"{where}.policy.fallback: {name} decodes every job exactly, rounds after it began; use wait"]
     return []
-
-
-SEQUENTIAL_UNTRAINED = (
-    "applies no delayed gradients yet, so a variant using it runs in the simulator without training only"
-)
 
 
 def parameter_problem(variant: Variant) -> str | None:

@@ -186,7 +186,9 @@ class SimPyCluster(Cluster):
     def publish(self, model) -> None:
         """Simulated workers compute no gradient values; timing needs no model."""
 
-    def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
+    def submit(
+        self, worker: int, job: int, row: int, crash: bool, batch: int | None = None, version: int | None = None
+    ) -> Job:
         env = self.env
         now = env.now
         sent = now if self.dispatch is None else now + self.dispatch[row][worker]

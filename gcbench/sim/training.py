@@ -68,6 +68,9 @@ class TrainingCluster(SimPyCluster):
         self.shards = None
         self.caches = [PartitionCache(scheme, w) for w in range(scheme.n)] if scheme.pipelined else None
         self.refills: list[tuple[int, int]] = []  # (worker, step) of each job that refilled a lost cache
+        # the versions before the latest kept for jobs not yet submitted: a sequential scheme repeats a task of
+        # the job B rounds back, on that job's weights
+        self.keep = scheme.delay if scheme.sequential else 0
 
     @classmethod
     def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True) -> TrainingCluster:
@@ -90,10 +93,12 @@ class TrainingCluster(SimPyCluster):
         self.published[self.version] = np.array(weights, copy=True)
         self._forget()
 
-    def submit(self, worker: int, job: int, row: int, crash: bool, batch: int | None = None) -> Job:
+    def submit(
+        self, worker: int, job: int, row: int, crash: bool, batch: int | None = None, version: int | None = None
+    ) -> Job:
         handle = super().submit(worker, job, row, crash, batch)
         if handle in self.jobs and self.shards is not None and self.version >= 0:  # it will deliver a result
-            self.work[handle] = (self.version, row if batch is None else batch)
+            self.work[handle] = (self.version if version is None else version, row if batch is None else batch)
         return handle
 
     def next_event(self, until: float):
@@ -102,7 +107,8 @@ class TrainingCluster(SimPyCluster):
             # (a job's earlier messages leave its work for the later ones)
             version, batch = (self.work.pop if event.final else self.work.get)(event.job, (None, None))
             # a pipelined worker's late work still refreshes its cache
-            usable = not self.synchronous or version == self.version or self.caches is not None
+            # (and a sequential scheme's task may compute an earlier job on its weights)
+            usable = not self.synchronous or version == self.version or self.caches is not None or self.keep
             if version is not None and usable and not event.abandoned:
                 self._compute(event, version, batch)
         elif type(event) is Failure:  # its process is gone, and its cache and compression memory with it
@@ -172,7 +178,7 @@ class TrainingCluster(SimPyCluster):
         """Drop the weights and cached gradients of versions no job can compute on any more."""
         queued = {event.job for event in self.events if type(event) is Result}
         self.work = {job: vb for job, vb in self.work.items() if job in self.jobs or job in queued}
-        live = {version for version, _ in self.work.values()} | {self.version}
+        live = {version for version, _ in self.work.values()} | set(range(self.version - self.keep, self.version + 1))
         self.published = {v: w for v, w in self.published.items() if v in live}
         self.gradients = {key: g for key, g in self.gradients.items() if key[0] in live}
 
