@@ -67,3 +67,20 @@ def test_a_repeated_task_computes_its_jobs_weights_and_mini_batch():
     assert (straggled.used.sum(axis=1) < N - 1).any()  # more than s' lost: repeats follow
     assert scheme.delay == 2 and np.isnan(straggled.loss[:2]).all()
     np.testing.assert_allclose(straggled.loss[2:], calm.loss[2:], rtol=1e-5, atol=1e-7)
+
+
+def test_a_real_sr_sgc_run_does_not_continue_from_a_checkpoint(monkeypatch, tmp_path):
+    """Its last B jobs' results, waiting for their decode, are not in a checkpoint: it says so rather than
+    decode those jobs from nothing."""
+    from gcbench.errors import GcbenchError
+    from gcbench.real import variant as variant_run
+    from gcbench.training.data import synthetic
+
+    monkeypatch.setattr(variant_run, "load_checkpoint", lambda *args: {"next_iteration": 3})
+    scenario = Scenario.model_validate({
+        "name": "resume", "workers": 4, "iterations": 6, "variants": [SR],
+        "compute": {"per_partition": {"distribution": "deterministic", "value": 0.01}},
+        "training": {"dataset": "synthetic", "batch_size": 32},
+    })  # fmt: skip
+    with pytest.raises(GcbenchError, match=r"cannot continue from its checkpoint: the results its last 1 job"):
+        variant_run.VariantRun(scenario, 0, 0, synthetic(train=64, test=16), tmp_path / "checkpoint")

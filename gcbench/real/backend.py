@@ -20,6 +20,8 @@ class RealBackend:
 
     name: ClassVar[str]  # set by the registry
     keeps_caches: ClassVar[bool] = False  # its workers keep a pipelined scheme's cached gradients between jobs
+    # a job may compute on weights published before the latest (a sequential scheme's repeated task: its job's)
+    computes_earlier_weights: ClassVar[bool] = False
 
     @classmethod
     def runs(cls, scenario, data, out: Path) -> list[Any]:

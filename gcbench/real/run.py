@@ -17,7 +17,12 @@ import pandas as pd
 from gcbench.cluster import backend_class
 from gcbench.errors import GcbenchError
 from gcbench.real.resume import continued, finished_before_status, read_run_json, resumed_scenario
-from gcbench.real.scenario import check_real, real_scenario, refuse_pipelined_without_caches
+from gcbench.real.scenario import (
+    check_real,
+    real_scenario,
+    refuse_pipelined_without_caches,
+    refuse_sequential_without_earlier_weights,
+)
 from gcbench.results import summarize
 from gcbench.results.metadata import new_run_directory, resume_entry, run_metadata
 from gcbench.results.store import check_out
@@ -51,6 +56,7 @@ class RealRun:
         from gcbench.training.device import check_device
 
         refuse_pipelined_without_caches(self.scenario, self.backend)
+        refuse_sequential_without_earlier_weights(self.scenario, self.backend)
         check_device(self.scenario.training.device)
 
     @contextmanager

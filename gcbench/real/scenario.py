@@ -68,13 +68,6 @@ def check_real(scenario: Scenario, path: Path) -> None:
     if training.dataset == "synthetic" and training.data_dir:
         raise GcbenchError(f"{path}: training.data_dir ({training.data_dir}) is for cifar10; the dataset is synthetic.")
     refuse_allreduce_failures(scenario, path)
-    sequential = [v for v in scenario.variants if scheme_class(v.scheme).sequential]
-    if sequential:
-        raise GcbenchError(
-            f"{path}: variant '{sequential[0].display_label()}' uses {sequential[0].scheme}, whose repeated tasks "
-            "compute on the weights of the job they repeat, which real workers do not keep yet; simulate it with "
-            "--sim, or leave it out with --variants."
-        )
     partitions_of = [(f"variant '{v.display_label()}'", scheme_for(scenario, v).k) for v in scenario.variants]
     for label, partitions in partitions_of + [("the local backend", scenario.workers)]:
         if training.batch_size % partitions:
@@ -94,6 +87,21 @@ def refuse_pipelined_without_caches(scenario: Scenario, backend: str) -> None:
         raise GcbenchError(
             f"variant '{pipelined[0].display_label()}' ({pipelined[0].scheme}) needs workers that keep their cached "
             f"partition gradients between iterations, which only {keeping} has; --backend {backend} cannot run it."
+        )
+
+
+def refuse_sequential_without_earlier_weights(scenario: Scenario, backend: str) -> None:
+    """A sequential scheme repeats the task of the job B rounds back on that job's weights, which a backend's
+    jobs can compute on only where it declares so (``computes_earlier_weights``)."""
+    sequential = [v for v in scenario.variants if scheme_class(v.scheme).sequential]
+    if sequential and not backend_class(backend).computes_earlier_weights:
+        able = " or ".join(
+            f"--backend {e.name}" for e in real_backends() if backend_class(e.name).computes_earlier_weights
+        )
+        raise GcbenchError(
+            f"variant '{sequential[0].display_label()}' ({sequential[0].scheme}) repeats tasks on the weights of the "
+            f"job they repeat, which only {able} sends its workers; --backend {backend} cannot run it (simulate it "
+            "with --sim)."
         )
 
 

@@ -73,6 +73,12 @@ class VariantRun:
         self.loads = np.array([self.scheme.step_load(w) for w in range(self.scheme.n)])
         self.checkpoint = checkpoint
         self.state = load_checkpoint(checkpoint, scenario, self.variant, data) if checkpoint else None
+        if self.state and self.scheme.sequential:
+            raise GcbenchError(
+                f"variant '{self.variant.display_label()}' ({self.scheme.name}) cannot continue from its checkpoint: "
+                f"the results its last {self.scheme.delay} job(s) hold for their decode are not saved; delete "
+                f"{checkpoint} to run it again from the start."
+            )
         self.rec = RunRecorder(scenario.iterations, self.scheme.n)
         self.draws = draw_run(scenario, self.scheme, seed)  # the simulator's streams
         self.rec.straggling[:], self.rec.injected[:] = self.draws.straggling, self.draws.injected

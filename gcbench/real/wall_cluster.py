@@ -61,6 +61,7 @@ class WallClockCluster(RealBackend, Cluster):
         self.data: list[dict] = [{} for _ in range(self.n)]  # per worker: partition -> its data, for restarts
         self.queued: list[list[Job]] = [[] for _ in range(self.n)]  # jobs of a down worker, sent when it is back
         self.batches: dict[Job, int] = {}
+        self.versions: dict[Job, int] = {}  # the weights a job computes on where not the latest (by version)
         self.events = DueEvents()  # known events, delivered once their time has come
         self.down_until = [-INF] * self.n  # when a crashed worker's downtime ends
         self.back = [True] * self.n  # False from an exit until its Restart is delivered
@@ -115,12 +116,14 @@ class WallClockCluster(RealBackend, Cluster):
     def submit(
         self, worker: int, job: int, row: int, crash: bool, batch: int | None = None, version: int | None = None
     ) -> Job:
-        if version is not None:  # (real mode refuses sequential schemes: gcbench/real/scenario.py)
-            raise NotImplementedError("a real cluster's workers compute on the weights published last only")
+        if version is not None and not self.computes_earlier_weights:  # (gcbench/real/scenario.py refuses it)
+            raise NotImplementedError(f"the {self.name} backend's workers compute on the weights published last only")
         handle = Job(worker, job, row, self.now, crash)
         if worker in self._dead:
             return handle  # crashed for good: the job never runs, and nothing waits for it
         self.batches[handle] = row if batch is None else batch
+        if version is not None:
+            self.versions[handle] = version
         if crash and self.downtime is None:
             self._dead.add(worker)  # dead from now (as in the simulator); not brought back when its exit comes
         if self.back[worker]:

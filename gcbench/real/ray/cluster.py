@@ -51,6 +51,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
     """One actor per worker; a job on a busy worker queues behind on its actor, one on a down worker here."""
 
     keeps_caches: ClassVar[bool] = True  # an actor keeps a pipelined scheme's cached gradients between jobs
+    computes_earlier_weights: ClassVar[bool] = True  # each job is sent the reference of the weights it computes on
 
     @classmethod
     def prepare(cls, runs: list, address: str | None) -> None:
@@ -75,6 +76,10 @@ class RayCluster(StreamedJobs, WallClockCluster):
 
         super().__init__(scenario, scheme, draws, seed, device, clock, compressor)
         self.ray, self.weights, self.version = ray, None, -1
+        # the weights a job submitted later may still compute on, by version: a sequential scheme repeats the task
+        # of the job B rounds back on that job's weights (its delay B); else the latest only
+        self.published: dict[int, Any] = {}
+        self.kept = scheme.delay if scheme.sequential else 0
         self.actors: list = []  # (self.data: per worker, partition -> [shard ref], for restarts)
         self.jobs: dict[Any, Job] = {}  # compute refs (streams for several messages) in flight, in submission order
         self.held: list[list[Job]] = [[] for _ in range(self.n)]  # a crashed job and those after it, see _release
@@ -122,6 +127,8 @@ class RayCluster(StreamedJobs, WallClockCluster):
         """One copy in the object store, read by every job submitted after it."""
         self.weights = self.ray.put(weights)
         self.version += 1  # the step these weights are (a pipelined worker records it per partition)
+        self.published[self.version] = self.weights
+        self.published.pop(self.version - self.kept - 1, None)
 
     # -- jobs -------------------------------------------------------------------------------------
     def _dispatch(self, job: Job) -> None:
@@ -146,8 +153,9 @@ class RayCluster(StreamedJobs, WallClockCluster):
             return
         if self.trains:
             straggling, overhead = self.straggling[row][w], self.overhead[row][w]
-            batch, version = self.batches[job], self.version
-            call = actor.compute.remote(job.job, self.weights, straggling, job.crash, batch, overhead, version)
+            batch, version = self.batches[job], self.versions.pop(job, self.version)
+            weights = self.published[version]
+            call = actor.compute.remote(job.job, weights, straggling, job.crash, batch, overhead, version)
         else:
             call = actor.compute.remote(job.job, self.busy[row][w], job.crash)
         self.jobs[call] = job
@@ -159,6 +167,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
             if queue is not None:
                 queue.remove(job)
                 self.batches.pop(job, None)
+                self.versions.pop(job, None)
             elif not job.crash:
                 self.actors[job.worker].abandon.options(concurrency_group="control").remote(job.job)
 
