@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gcbench.cli import app
+from gcbench.coding import available_schemes, scheme_class
 from gcbench.errors import GcbenchError
 from gcbench.scenario.loading import load_scenario
 from gcbench.twin.candidates import enumerate_candidates
@@ -68,7 +69,8 @@ def test_fastest_k_means_are_the_exponential_order_statistics(tmp_path):
 def test_a_chronic_straggler_makes_a_code_win_and_is_named(tmp_path):
     path = cluster(tmp_path, extra="straggling: {model: fixed, workers: [2], slowdown: 8}\n")
     scenario = scenario_of(path)
-    table, basis = recommend(scenario, enumerate_candidates(scenario, max_s=2), 1000)
+    within = [name for name in available_schemes() if not scheme_class(name).sequential]  # (their own test below)
+    table, basis = recommend(scenario, enumerate_candidates(scenario, schemes=within, max_s=2), 1000)
     exact = table[table["kind"] == "exact"]
     best = exact.iloc[0]
     assert best["s"] >= 1 and best["candidate"] != "uncoded" and best["speedup"] > 2
@@ -181,3 +183,20 @@ def test_with_training_every_kind_is_ranked_together_by_the_time_to_the_target(t
         "uncoded/k_async-5",
     } <= set(table["candidate"])
     assert np.isfinite(table["value"]).any() and (table["value"].diff().dropna() >= 0).all()
+
+
+def test_sequential_candidates_are_every_admissible_burst_window_and_lambda_ranked_as_stale(tmp_path):
+    """sr_sgc at every (B, W, lambda) with B <= 2, W <= 5 and s' = ceil(B lambda / (W - 1 + B)) <= max_s, each
+    with its own s'; a job's gradient applied B rounds late makes it a stale candidate, ranked apart."""
+    extra = "straggling: {model: markov, enter: 0.05, leave: 0.3, slowdown: 6}\n"
+    scenario = scenario_of(cluster(tmp_path, workers=5, extra=extra))
+    candidates = enumerate_candidates(scenario, schemes=["uncoded", "sr_sgc"], max_s=1, policies=["decodable"])
+    params = {tuple(c.variant.scheme_params()[k] for k in ("burst", "window", "lam")) for c in candidates}
+    expected = {(B, W, lam) for B in (1, 2) for W in range(B + 1, 6, B) for lam in range(1, 5)
+                if -(-B * lam // (W - 1 + B)) <= 1}  # fmt: skip
+    assert params == expected and (1, 3, 2) in params and (1, 2, 3) not in params
+    assert all(c.kind == "stale" and c.delay == c.variant.scheme_params()["burst"] for c in candidates)
+    table, basis = recommend(scenario, candidates, 300)
+    stale = table[table["kind"] == "stale"]
+    assert len(stale) >= 2 and (stale["exact_share"] == 1.0).all()
+    assert "applied 1 round late" in stale["reason"].str.cat() and "run the same" in stale["reason"].str.cat()

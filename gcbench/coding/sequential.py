@@ -29,6 +29,14 @@ def tolerated(B: int, W: int, lam: int) -> int:
     return math.ceil(B * lam / (W - 1 + B))
 
 
+def sr_sgc_parameters(n: int, max_burst: int, max_window: int):
+    """Every admissible (B, W, lambda) of SR-SGC for n workers with B <= ``max_burst`` and W <= ``max_window``:
+    lambda in 1..n, W = B + 1, 2B + 1, ... (the paper's search, Krishnan et al., ICLR 2023)."""
+    for lam in range(1, n + 1):
+        for B in range(1, max_burst + 1):
+            yield from ((B, W, lam) for W in range(B + 1, max_window + 1, B))
+
+
 def bursty_fit(lost: np.ndarray, r: int, late: np.ndarray, B: int, W: int, lam: int, counted: np.ndarray) -> bool:
     """Whether round r's stragglers ``late`` fit the (B, W, lambda)-bursty model: over the last W rounds (this one
     included) at most lambda distinct workers straggled, and none straggling now straggled in rounds W - 1 to B

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gcbench.coding.sequential import IDLE, LOST, SelectiveRepeatRounds, bursty_fit, tolerated
+from gcbench.coding.sequential import IDLE, LOST, SelectiveRepeatRounds, bursty_fit, sr_sgc_parameters, tolerated
 
 
 @dataclass(frozen=True)
@@ -206,9 +206,7 @@ def parameters(design: str, n: int, jobs: int, max_delay: int):
     elif design in ("gc", "gc_tandon"):
         yield from ((s,) for s in range(1, n + 1))
     elif design == "sr_sgc":
-        for lam in range(1, n + 1):
-            for B in range(1, max_delay + 1):
-                yield from ((B, W, lam) for W in range(B + 1, jobs + 1, B))
+        yield from sr_sgc_parameters(n, max_delay, jobs)
     elif design == "m_sgc":
         for lam in range(1, n + 1):
             for W in range(2, jobs):

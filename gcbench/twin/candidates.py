@@ -6,7 +6,9 @@ applies to a scenario's workers, each a variant the scenario's checks accept.
 - every other scheme at s = 1 .. max_s with ``decodable``, its own parameters at their defaults except a load
   parameter ``d``, set to s + 1 so an approximate code computes what an exact one at s does;
 - with training in the simulator, also ``k_async`` at those k (its updates are not iterations, so only a time to
-  accuracy ranks it).
+  accuracy ranks it);
+- a sequential scheme (``sr_sgc``) at every admissible (B, W, lambda) with B <= ``MAX_BURST``, W <= ``MAX_WINDOW``
+  and its s' = ceil(B lambda / (W - 1 + B)) at most max_s (the paper's search, on the scenario's own cluster).
 
 A scheme whose constraints exclude a combination (``fr`` needs (s + 1) | n, ``bcc`` b(s + 1) <= n, ...) is left
 out of it, as is one the scenario's checks refuse.
@@ -17,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gcbench.coding import available_schemes, scheme_class
+from gcbench.coding.sequential import sr_sgc_parameters, tolerated
 from gcbench.errors import GcbenchError
 from gcbench.policies import POLICIES, Decodable, WaitAll
 from gcbench.scenario.build import scheme_for
@@ -27,6 +30,7 @@ ENUMERATED = ("wait_all", "decodable", "fastest_k", "k_async")  # the policies r
 ASYNCHRONOUS = ("k_async",)  # ranked only by a time to accuracy: the scenario must train in the simulator
 KINDS = ("exact", "approximate", "stale")
 REFERENCE = "uncoded"  # the label of uncoded with wait_all: every speedup is over it
+MAX_BURST, MAX_WINDOW = 2, 5  # a sequential scheme's bursts and windows recommend tries, at most
 
 
 @dataclass(frozen=True)
@@ -36,12 +40,15 @@ class Candidate:
     load: float  # partitions per worker per step, the most any worker computes
     m: int  # slices per gradient: a message is 1/m of one
     pipelined: bool  # computes one partition a step, decoding from cached (stale) partition gradients
+    delay: int = 0  # rounds from a job's dispatch to its decode (a sequential scheme's B), 0 for the rest
 
     @property
     def kind(self) -> str:
         """exact (each update the full, fresh gradient), approximate, or stale (a pipelined code: decoded from
-        partition gradients up to s steps old); without training each kind is ranked apart (KINDS order)."""
-        return "stale" if self.pipelined else "exact" if self.exact else "approximate"
+        partition gradients up to s steps old; a sequential one: each job's exact gradient, applied B rounds
+        late); without training each kind is ranked apart (KINDS order)."""
+        stale = self.pipelined or self.delay > 0
+        return "stale" if stale else "exact" if self.exact else "approximate"
 
 
 def enumerate_candidates(scenario: Scenario, schemes: list[str] | None = None, max_s: int | None = None,
@@ -99,12 +106,21 @@ def _variants(name: str, n: int, top: int, policies: list[str]) -> list[Variant]
         return out
     if "decodable" not in policies:
         return out
+    if scheme_class(name).sequential:
+        return [_sequential(name, burst, window, lam) for burst, window, lam in sr_sgc_parameters(n, MAX_BURST,
+                MAX_WINDOW) if lam < n and tolerated(burst, window, lam) <= top]  # fmt: skip
     defaults = scheme_class(name).defaults
     for s in range(1, top + 1):
         params = {"d": s + 1} if "d" in defaults else {}
         label = f"{name}(s={s}" + "".join(f",{k}={v}" for k, v in params.items()) + ")"
         out.append(Variant(label=label, scheme=name, s=s, **params))
     return out
+
+
+def _sequential(name: str, burst: int, window: int, lam: int) -> Variant:
+    s = tolerated(burst, window, lam)
+    label = f"{name}(s={s},burst={burst},window={window},lam={lam})"
+    return Variant(label=label, scheme=name, s=s, burst=burst, window=window, lam=lam)
 
 
 def _candidate(scenario: Scenario, variant: Variant) -> Candidate | None:
@@ -118,7 +134,8 @@ def _candidate(scenario: Scenario, variant: Variant) -> Candidate | None:
     exact = scheme.exact and isinstance(policy, Decodable | WaitAll) and policy.fallback == "wait"
     load = max(scheme.step_load(w) for w in range(scenario.workers))
     m = int(getattr(scheme, "m", 1) or 1)
-    return Candidate(single.variants[0], exact, float(load), m, scheme.pipelined)
+    delay = scheme.delay if scheme.sequential else 0
+    return Candidate(single.variants[0], exact, float(load), m, scheme.pipelined, delay)
 
 
 def with_variants(scenario: Scenario, variants: list[Variant], iterations: int | None = None) -> Scenario:

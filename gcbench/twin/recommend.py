@@ -26,7 +26,7 @@ COLUMNS = {
     "scheme": "registered scheme name",
     "s": "stragglers the scheme tolerates",
     "policy": "aggregation policy (with k for fastest_k and k_async)",
-    "kind": "exact (every update the full, fresh gradient), approximate, or stale (a pipelined code)",
+    "kind": "exact (every update the full, fresh gradient), approximate, or stale (a pipelined or sequential code)",
     "metric": "what ranks it: mean iteration seconds, or seconds to the target accuracy",
     "value": "the metric's value (inf: never reached the target)",
     "ci_low": "its 95% confidence interval, lower end (over seeds, or 10 batch means of one seed)",
@@ -102,7 +102,12 @@ def _merged(rows: list[tuple[Candidate, dict]]) -> tuple[list[tuple[Candidate, d
 
 def _same(candidate: Candidate, merged: dict) -> str:
     same = merged.get(candidate.variant.display_label(), [])
-    return f" (s = {', '.join(str(c.variant.s) for c in same)} run the same)" if same else ""
+    if not same:
+        return ""
+    if candidate.delay:  # the same s, other (burst, window, lambda)
+        tuples = [tuple(c.variant.scheme_params()[k] for k in ("burst", "window", "lam")) for c in same]
+        return f" ((burst, window, lam) = {', '.join(str(t).replace(' ', '') for t in tuples)} run the same)"
+    return f" (s = {', '.join(str(c.variant.s) for c in same)} run the same)"
 
 
 def _simulate(scenario: Scenario, seed: int):
@@ -195,6 +200,13 @@ def _reason(candidate: Candidate, row: dict, n: int, chronic: dict[int, float]) 
         dropped = n - policy.k
         how = "waits for the fastest" if policy.synchronous else "each update applies the first"
         return f"{how} {policy.k} of {n} and drops the other {dropped}'s partitions: approximate, no extra compute"
+    if candidate.delay:
+        p = variant.scheme_params()
+        return (
+            f"tolerates up to {p['lam']} distinct stragglers in any {p['window']} rounds (bursts of {p['burst']}); "
+            f"pays {candidate.load:g}x the compute of uncoded; each job's exact gradient applied {candidate.delay} "
+            f"round{'s' if candidate.delay > 1 else ''} late"
+        )
     parts = []
     if chronic and s >= len(chronic):
         named = ", ".join(f"worker {w}" for w in chronic)
