@@ -304,8 +304,9 @@ def test_every_shipped_scenario_runs_the_same_on_both_engines(path):
         untrained = point.scenario.training.model_copy(update={"in_simulator": False})
         point = SweepPoint(point.values, point.scenario.model_copy(update={"iterations": 40, "training": untrained}))
         for index, variant in enumerate(point.scenario.variants):
-            if scheme_for(point.scenario, variant).pipelined:
-                assert engine_for(point.scenario, variant) == "event"  # the only engine that keeps cache ages
+            scheme = scheme_for(point.scenario, variant)
+            if scheme.pipelined or scheme.sequential:  # cache ages, rounds that depend on the ones before
+                assert engine_for(point.scenario, variant) == "event"  # the only engine that keeps them
             elif variant.policy.synchronous:
                 assert_engines_agree(point, index)
             else:

@@ -32,7 +32,7 @@ def test_the_expected_scenarios_ship():
     names = {p.stem for p in SCENARIOS}
     assert {"stragglers", "heavy_tail", "persistent_stragglers", "crash_failures", "shared_link"} <= names
     assert {"trace_replay", "delay_models", "asynchronous", "model_b"} | TRAINED <= names
-    assert "cifar10_scheme_family" in names
+    assert "cifar10_scheme_family" in names and "sequential" in names
 
 
 @pytest.mark.parametrize(

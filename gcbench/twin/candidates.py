@@ -7,8 +7,9 @@ applies to a scenario's workers, each a variant the scenario's checks accept.
   parameter ``d``, set to s + 1 so an approximate code computes what an exact one at s does;
 - with training in the simulator, also ``k_async`` at those k (its updates are not iterations, so only a time to
   accuracy ranks it);
-- a sequential scheme (``sr_sgc``) at every admissible (B, W, lambda) with B <= ``MAX_BURST``, W <= ``MAX_WINDOW``
-  and its s' = ceil(B lambda / (W - 1 + B)) at most max_s (the paper's search, on the scenario's own cluster).
+- a sequential scheme (``sr_sgc``), where ``schemes`` names it, at every admissible (B, W, lambda) with
+  B <= ``MAX_BURST``, W <= ``MAX_WINDOW`` and its s' = ceil(B lambda / (W - 1 + B)) at most max_s (the paper's
+  search, on the scenario's own cluster).
 
 A scheme whose constraints exclude a combination (``fr`` needs (s + 1) | n, ``bcc`` b(s + 1) <= n, ...) is left
 out of it, as is one the scenario's checks refuse.
@@ -57,7 +58,8 @@ def enumerate_candidates(scenario: Scenario, schemes: list[str] | None = None, m
     one sentence where a name is unknown or nothing is left."""
     n = scenario.workers
     known = available_schemes()
-    schemes = list(known) if schemes is None else schemes
+    # a sequential scheme's (B, W, lambda) search is tens of candidates on the event engine: asked for by name
+    schemes = [name for name in known if not scheme_class(name).sequential] if schemes is None else schemes
     unknown = [name for name in schemes if name not in known]
     if unknown:
         raise GcbenchError(f"--schemes: unknown scheme {', '.join(unknown)}; gcbench schemes lists {', '.join(known)}.")
