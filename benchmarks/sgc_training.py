@@ -11,7 +11,10 @@ scenario trains them all in the simulator (softmax on synthetic data, as scenari
 it as a scheme yet (docs/coding.md).
 
     python benchmarks/sgc_training.py [--repository DIR] [--region Canada] [--workers 32] [--mu 1.0]
-                                      [--iterations 300] [--target 0.9] [--out DIR]
+                                      [--code cyclic_mds] [--iterations 300] [--target 0.9] [--out DIR]
+
+Real-valued codes are ill conditioned at n = 256 beyond a few stragglers (gcbench refuses them), so the search
+keeps the fastest parameters gcbench builds; ``--workers 256 --code fr`` runs the whole profile with FR's code.
 """
 
 from __future__ import annotations
@@ -58,6 +61,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=20, help="jobs the parameter search weighs (30 rounds profiled)")
     parser.add_argument("--iterations", type=int, default=300)
     parser.add_argument("--target", type=float, default=0.9)
+    parser.add_argument(
+        "--code",
+        default="cyclic_mds",
+        choices=("cyclic_mds", "fr", "cr"),
+        help="the gradient code of GC and of SR-SGC's jobs (fr: always well conditioned, (s+1) | n)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     folder = args.repository / FOLDER
@@ -72,20 +81,21 @@ def main() -> None:
     n, mu = args.workers, args.mu
     delays = read_profile(profile).T[:n]  # the first n workers, as the trace replays them
     base_compute = read_base_compute(folder / "base_comp.pkl", args.region)
-    gc, gc_runtime = best("gc", delays, args.jobs, mu, base_compute, lambda p: buildable("cyclic_mds", n, p[0]))
+    code = args.code
+    gc, gc_runtime = best("gc", delays, args.jobs, mu, base_compute, lambda p: buildable(code, n, p[0]))
     tandon, tandon_runtime = best("gc_tandon", delays, args.jobs, mu, base_compute,
-                                  lambda p: buildable("cyclic_mds", n, p[0]))  # fmt: skip
+                                  lambda p: buildable(code, n, p[0]))  # fmt: skip
     sr, sr_runtime = best("sr_sgc", delays, args.jobs, mu, base_compute,
-                          lambda p: p[2] < n and buildable("cyclic_mds", n, tolerated(*p)))  # fmt: skip
+                          lambda p: p[2] < n and buildable(code, n, tolerated(*p)))  # fmt: skip
     B, W, lam = sr
     rule = {"name": "relative_deadline", "mu": mu}
     variants = [
         {"label": "no coding", "scheme": "uncoded", "policy": "wait_all"},
-        {"label": f"GC s={gc[0]} (fewer than s)", "scheme": "cyclic_mds", "s": gc[0],
+        {"label": f"GC s={gc[0]} (fewer than s)", "scheme": code, "s": gc[0],
          "policy": {**rule, "fewer_than_s": True}},
-        {"label": f"GC s={tandon[0]} (Tandon)", "scheme": "cyclic_mds", "s": tandon[0], "policy": rule},
+        {"label": f"GC s={tandon[0]} (Tandon)", "scheme": code, "s": tandon[0], "policy": rule},
         {"label": f"SR-SGC B={B} W={W} lam={lam}", "scheme": "sr_sgc", "s": tolerated(B, W, lam), "burst": B,
-         "window": W, "lam": lam, "policy": rule},
+         "window": W, "lam": lam, "code": code, "policy": rule},
     ]  # fmt: skip
     scenario = {
         "name": "sgc_training", "workers": n, "iterations": args.iterations, "seeds": [0], "stale_work": "abandon",
