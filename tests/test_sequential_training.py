@@ -23,11 +23,12 @@ TRAINING = {
 SR = {"scheme": "sr_sgc", "s": 1, "burst": 1, "window": 2, "lam": 2}
 
 
-def run(variant: dict, straggling: dict) -> tuple:
+def run(variant: dict, straggling: dict, **fields) -> tuple:
     scenario = Scenario.model_validate({
         "name": "sequential", "workers": N, "iterations": ROUNDS, "stale_work": "abandon",
         "compute": {"per_partition": {"distribution": "shifted_exponential", "shift": 0.01, "rate": 100}},
         "straggling": straggling, "gradient": {"length": 30730}, "variants": [variant], "training": dict(TRAINING),
+        **fields,
     })  # fmt: skip
     variant = scenario.variants[0]
     scheme = scheme_for(scenario, variant)
@@ -84,3 +85,15 @@ def test_a_real_sr_sgc_run_does_not_continue_from_a_checkpoint(monkeypatch, tmp_
     })  # fmt: skip
     with pytest.raises(GcbenchError, match=r"cannot continue from its checkpoint: the results its last 1 job"):
         variant_run.VariantRun(scenario, 0, 0, synthetic(train=64, test=16), tmp_path / "checkpoint")
+
+
+@pytest.mark.blas
+@pytest.mark.parametrize("stale_work", ["abandon", "finish"])
+def test_crashes_and_late_work_leave_the_updates_as_they_were(stale_work):
+    """A crashed worker redoes its round's task on that task's job's weights once back; with ``finish`` a worker
+    works through a round that ended without it (on the latest weights: its result is never used)."""
+    failures = {"model": "crash", "probability": 0.15, "downtime": 0.05}
+    straggled, _ = run(SR, BURSTS, failures=failures, stale_work=stale_work)
+    calm, _ = run({**SR, "policy": "wait_all"}, NONE)
+    assert straggled.failed.any()
+    np.testing.assert_allclose(straggled.loss[1:], calm.loss[1:], rtol=1e-5, atol=1e-7)

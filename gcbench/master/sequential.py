@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-INF = float("inf")
-
 
 class RoundCode:
     """The scheme of a sequential variant during one round: what the policies ask, answered by the rounds'
@@ -45,7 +43,7 @@ class RoundCode:
         raise TypeError("a sequential scheme's rounds depend on the rounds before them: only the event engine runs it")
 
     def serves(self, worker: int, t: int) -> int:
-        """The job worker's round-t task serves."""
+        """The job worker's round-t task serves (negative where round t ended without it: LOST)."""
         return int(self.state.served[worker, t])
 
     def collect(self, results: list) -> list | None:

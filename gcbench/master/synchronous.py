@@ -150,10 +150,10 @@ class SynchronousMaster:
             self.held.discard(w)
             jobs, self.pending[w] = sorted(self.pending[w]), []
             for i, (row, crash) in enumerate(jobs):
-                if self.rounds is None:
+                served = -1 if self.rounds is None else self.rounds.serves(w, row)
+                if served < 0:  # (a sequential round that ended without it: late work, never used)
                     job = cluster.submit(w, row, row, crash, row)
                 else:  # the job its round's task serves, on that job's weights and mini-batch
-                    served = self.rounds.serves(w, row)
                     job = cluster.submit(w, row, row, crash, served, version=served)
                 if self.ages is not None:
                     self.sent_in[job] = self.current
