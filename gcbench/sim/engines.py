@@ -20,64 +20,62 @@ EngineName = Literal["event", "vectorised"]
 
 def engine_for(scenario: Scenario, variant: Variant) -> EngineName:
     """Which engine runs this variant: ``auto`` takes the vectorised fast path where it applies (never when the
-    scenario trains: only the event engine computes gradients; never for a pipelined scheme: only the event
-    engine's master keeps the workers' cache ages its staleness is; never for a sequential scheme, whose rounds depend
-    on the rounds before them; never for a scheme whose workers send several
-    messages: only the event engine sends each as it is ready; never when late work shares the link with the next
-    iteration's messages: the fast path gives each iteration a link of its own; never when a recovered worker's
-    late jobs wait for the master's time between iterations)."""
+    scenario trains: only the event engine computes gradients; nor where ``event_only`` says why not); asking
+    for the fast path where it does not apply is refused with that reason."""
     if scenario.engine == "event":
         return "event"
     if scenario.training.in_simulator:
         if scenario.engine == "vectorised":
             raise GcbenchError(f"{VECTORISED_CANNOT_TRAIN}.")
         return "event"
-    if scheme_for(scenario, variant).pipelined:
-        if scenario.engine == "vectorised":
-            raise GcbenchError(
-                f"engine: vectorised keeps no worker caches, and variant '{variant.display_label()}' uses "
-                f"{variant.scheme}, whose staleness is the age of the cached partition gradients each decode "
-                "uses; use engine: auto or event."
-            )
-        return "event"
-    if scheme_for(scenario, variant).sequential:
-        if scenario.engine == "vectorised":
-            raise GcbenchError(
-                f"engine: vectorised decides each iteration by itself, and variant '{variant.display_label()}' uses "
-                f"{variant.scheme}, whose rounds depend on the rounds before them; use engine: auto or event."
-            )
-        return "event"
-    if sends_several(scheme_for(scenario, variant)):
-        if scenario.engine == "vectorised":
-            raise GcbenchError(
-                f"engine: vectorised sends each worker's messages together, and variant '{variant.display_label()}'"
-                "'s workers send several messages each, one as each is ready; use engine: auto or event."
-            )
-        return "event"
-    if variant.policy.synchronous and late_work_shares_the_link(scenario):
-        if scenario.engine == "vectorised":
-            raise GcbenchError(
-                "engine: vectorised gives each iteration's messages a link of their own, and with "
-                "network.shared_link and stale_work: finish late work shares the link with the next iteration's; "
-                "use engine: auto or event, or stale_work: abandon."
-            )
-        return "event"
-    if variant.policy.synchronous and restarts_wait_for_the_master(scenario):
-        if scenario.engine == "vectorised":
-            raise GcbenchError(
-                "engine: vectorised sends a recovered worker's unfinished jobs as it is back, and with "
-                "master.between_iterations, stale_work: finish and failures the master sends them only once its "
-                "time between iterations is over; use engine: auto or event."
-            )
-        return "event"
-    if variant.policy.synchronous:
+    why = event_only(scenario, variant)
+    if why is None:
         return "vectorised"
     if scenario.engine == "vectorised":
-        raise GcbenchError(
-            f"engine: vectorised covers synchronous policies only, and variant '{variant.display_label()}' uses "
-            f"{variant.policy.name}; use engine: auto or event."
-        )
+        raise GcbenchError(f"engine: vectorised {why}.")
     return "event"
+
+
+AUTO = "use engine: auto or event"
+
+
+def event_only(scenario: Scenario, variant: Variant) -> str | None:
+    """Why only the event engine runs this variant, as the rest of a sentence that begins "engine: vectorised"
+    (None where the fast path applies): a pipelined scheme (only the event engine's master keeps the workers'
+    cache ages its staleness is), a sequential one (its rounds depend on the rounds before them), workers that
+    send several messages (only the event engine sends each as it is ready), an asynchronous policy, late work
+    that shares the link with the next iteration's messages (the fast path gives each iteration a link of its
+    own), a recovered worker's late jobs waiting for the master's time between iterations."""
+    scheme, label, policy = scheme_for(scenario, variant), variant.display_label(), variant.policy
+    if scheme.pipelined:
+        return (
+            f"keeps no worker caches, and variant '{label}' uses {variant.scheme}, whose staleness is the age of the "
+            f"cached partition gradients each decode uses; {AUTO}"
+        )
+    if scheme.sequential:
+        return (
+            f"decides each iteration by itself, and variant '{label}' uses {variant.scheme}, whose rounds depend "
+            f"on the rounds before them; {AUTO}"
+        )
+    if sends_several(scheme):
+        return (
+            f"sends each worker's messages together, and variant '{label}''s workers send several messages each, "
+            f"one as each is ready; {AUTO}"
+        )
+    if not policy.synchronous:
+        return f"covers synchronous policies only, and variant '{label}' uses {policy.name}; {AUTO}"
+    if late_work_shares_the_link(scenario):
+        return (
+            "gives each iteration's messages a link of their own, and with network.shared_link and stale_work: "
+            f"finish late work shares the link with the next iteration's; {AUTO}, or stale_work: abandon"
+        )
+    if restarts_wait_for_the_master(scenario):
+        return (
+            "sends a recovered worker's unfinished jobs as it is back, and with master.between_iterations, "
+            f"stale_work: finish and failures the master sends them only once its time between iterations is "
+            f"over; {AUTO}"
+        )
+    return None
 
 
 def late_work_shares_the_link(scenario: Scenario) -> bool:
