@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from gcbench.cluster import Failure, Restart, Result, available_clusters
-from gcbench.coding import SchemeParameterError, available_schemes, make_scheme
+from gcbench.coding import SchemeParameterError, available_schemes, make_scheme, scheme_class
 from gcbench.errors import GcbenchError
 from gcbench.results.messages import sends_several
 from gcbench.scenario import load_scenario
@@ -221,6 +221,23 @@ def _point(**fields) -> SweepPoint:
     ),
     0,
 )
+@example(  # every result at one instant, the relative deadline's own (mu = 0): the master decides on them together
+    _point(
+        workers=4,
+        iterations=3,
+        compute={"per_partition": {"distribution": "deterministic", "value": 0.25}},
+        variants=[{"scheme": "ignore_stragglers", "s": 1, "policy": {"name": "relative_deadline", "mu": 0.0}}],
+    ),
+    0,
+)
+@example(  # sr_sgc, whose rounds the fast path steps one at a time
+    _point(
+        straggling={"model": "markov", "enter": 0.1, "leave": 0.3, "delay": 1.5},
+        failures={"model": "crash", "probability": 0.1, "downtime": 0.8},
+        variants=[{"scheme": "sr_sgc", "s": 1, "burst": 1, "window": 2, "lam": 2}],
+    ),
+    2,
+)
 def test_event_engine_gives_the_vectorised_tables(point, seed):
     assert_engines_agree(point, 0, seed)
 
@@ -231,8 +248,7 @@ def one_message_instance(name: str, n: int) -> dict | None:
     for s, params in admitted[len(admitted) // 2 :] + admitted[: len(admitted) // 2]:
         try:
             scheme = make_scheme(name, n=n, s=s, **params)
-            refused = sends_several(scheme) or scheme.pipelined or scheme.sequential  # (by the vectorised engine)
-            if not refused:
+            if not (sends_several(scheme) or scheme.pipelined):  # (the vectorised engine refuses them)
                 return {"scheme": name, "s": s, **params}
         except SchemeParameterError:
             continue
@@ -250,6 +266,8 @@ ONE_MESSAGE = {name: one_message_instance(name, 6) for name in available_schemes
 )
 def test_every_one_message_scheme_gives_the_vectorised_tables_on_the_event_engine(name, policy):
     """Hypothesis samples some schemes of the registry in its examples; this runs each one of them once."""
+    if scheme_class(name).sequential and policy != "decodable":  # (it decodes exactly or waits: never approximate)
+        policy = {"name": "relative_deadline", "mu": 1.0}
     point = _point(
         variants=[{**ONE_MESSAGE[name], "policy": policy}],
         straggling={"model": "independent", "probability": 0.2, "slowdown": 4.0},
@@ -304,9 +322,8 @@ def test_every_shipped_scenario_runs_the_same_on_both_engines(path):
         untrained = point.scenario.training.model_copy(update={"in_simulator": False})
         point = SweepPoint(point.values, point.scenario.model_copy(update={"iterations": 40, "training": untrained}))
         for index, variant in enumerate(point.scenario.variants):
-            scheme = scheme_for(point.scenario, variant)
-            if scheme.pipelined or scheme.sequential:  # cache ages, rounds that depend on the ones before
-                assert engine_for(point.scenario, variant) == "event"  # the only engine that keeps them
+            if scheme_for(point.scenario, variant).pipelined:
+                assert engine_for(point.scenario, variant) == "event"  # the only engine that keeps cache ages
             elif variant.policy.synchronous:
                 assert_engines_agree(point, index)
             else:

@@ -177,7 +177,6 @@ SR = "  - {scheme: sr_sgc, s: 1, burst: 1, window: 2, lam: 2POLICY}\n"
         (SR.replace("POLICY", ", policy: async"), "", "not async"),
         (SR.replace("POLICY", ", policy: {name: decodable, fallback: approximate}"), "", "decodes every job exactly"),
         (SR.replace("POLICY", ", code: rs"), "", "code must be one of cyclic_mds, cr, fr"),
-        (SR.replace("POLICY", ""), "engine: vectorised\n", "rounds depend on the rounds before them"),
     ],
 )  # fmt: skip
 def test_what_sr_sgc_cannot_run_is_one_sentence_and_exit_2(tmp_path, variant, extra, message):

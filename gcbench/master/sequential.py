@@ -5,7 +5,8 @@ variant's policy when to stop; only what "decodes" means changes. ``RoundCode`` 
 round t: its ``can_decode`` answers whether the round may end with the messages received so far (the workers not
 in are lost: the pattern must fit the scheme's straggler model, and the job due this round must decode), so
 ``decodable`` ends a round as soon as it may, ``wait_all`` waits for every worker, and ``relative_deadline``
-follows the authors' code. Everything else it reads from the scheme.
+follows the authors' code; its ``decode_times`` answers the same for the vectorised engine, one round at a time.
+Everything else it reads from the scheme.
 """
 
 from __future__ import annotations
@@ -40,7 +41,23 @@ class RoundCode:
         return self.state.can_end(self.t, self.late(received))
 
     def decode_times(self, arrivals: np.ndarray) -> np.ndarray:
-        raise TypeError("a sequential scheme's rounds depend on the rounds before them: only the event engine runs it")
+        """When round t may end, given its messages' arrival times (one row: the round in progress): the first
+        arrival after which the workers not yet in may be lost (inf if none). Ending is monotone in who is in
+        (fewer lost fit the model, and leave more results for the job due), so a binary search finds it."""
+        if arrivals.shape[0] != 1:
+            raise ValueError("a sequential scheme's rounds depend on the rounds before them: one round at a time")
+        times = arrivals[0]
+        moments = np.unique(times[np.isfinite(times)])
+        owner = self.scheme.message_owner
+        lost = lambda moment: np.bincount(owner[times > moment], minlength=self.scheme.n) > 0  # noqa: E731
+        low, high = 0, len(moments)  # the first moment at which the round may end lies in [low, high]
+        while low < high:
+            middle = (low + high) // 2
+            if self.state.can_end(self.t, lost(moments[middle])):
+                high = middle
+            else:
+                low = middle + 1
+        return np.array([moments[low] if low < len(moments) else np.inf])
 
     def serves(self, worker: int, t: int) -> int:
         """The job worker's round-t task serves (negative where round t ended without it: LOST)."""

@@ -3,10 +3,11 @@
 Per iteration t every live worker gets one job (draw row t); the failure
 model's crash applies to a worker's first job of the iteration, and a crashed
 worker redoes the iteration once it is back. The policy's ``stop_now`` is the
-only stopping rule: called after each result with its time, and once at
-``wake_at(first)`` before any later result (``first``: when the iteration's
-first result came, inf before it). Results arriving at the very instant the
-master stops are used too (as by the fast path, whose used set is "arrived by
+only stopping rule: called after the results of each instant with its time,
+and once at ``wake_at(first)`` before any later result (``first``: when the
+iteration's first result came, inf before it), so it decides on every result
+of an instant together, as the fast path's stop times do. Results arriving at
+the very instant the master stops are used too (as by the fast path, whose used set is "arrived by
 the stop"). With ``stale_work: abandon`` the unfinished jobs are abandoned at
 the stop, and jobs not yet started never run; with ``finish`` every worker
 works through every iteration's job in order, after the master moved on.
@@ -128,7 +129,10 @@ class SynchronousMaster:
                 reason = self.policy.stop_now(code, self.order, wake, self._nothing_more(t), first)
                 wake, woken = INF, True
                 continue
-            if self._note(event, t):
+            used = self._note(event, t)
+            while (tied := cluster.next_event(event.at)) is not None:  # the policy decides on all of one instant
+                used = self._note(tied, t) or used
+            if used:
                 stop = event.at - start
                 if first == INF:  # a policy may time its wake from the first result
                     first = stop

@@ -42,20 +42,15 @@ AUTO = "use engine: auto or event"
 def event_only(scenario: Scenario, variant: Variant) -> str | None:
     """Why only the event engine runs this variant, as the rest of a sentence that begins "engine: vectorised"
     (None where the fast path applies): a pipelined scheme (only the event engine's master keeps the workers'
-    cache ages its staleness is), a sequential one (its rounds depend on the rounds before them), workers that
-    send several messages (only the event engine sends each as it is ready), an asynchronous policy, late work
-    that shares the link with the next iteration's messages (the fast path gives each iteration a link of its
-    own), a recovered worker's late jobs waiting for the master's time between iterations."""
+    cache ages its staleness is), workers that send several messages (only the event engine sends each as it is
+    ready), an asynchronous policy, late work that shares the link with the next iteration's messages (the fast
+    path gives each iteration a link of its own), a recovered worker's late jobs waiting for the master's time
+    between iterations. A sequential scheme runs on both, the fast path stepping one round at a time."""
     scheme, label, policy = scheme_for(scenario, variant), variant.display_label(), variant.policy
     if scheme.pipelined:
         return (
             f"keeps no worker caches, and variant '{label}' uses {variant.scheme}, whose staleness is the age of the "
             f"cached partition gradients each decode uses; {AUTO}"
-        )
-    if scheme.sequential:
-        return (
-            f"decides each iteration by itself, and variant '{label}' uses {variant.scheme}, whose rounds depend "
-            f"on the rounds before them; {AUTO}"
         )
     if sends_several(scheme):
         return (

@@ -2,8 +2,9 @@
 
 While every worker is up and stale work is abandoned, iterations are independent
 given their draws, so whole blocks of them are computed at once with numpy.
-Crashes, downtime and ``stale_work: finish`` carry state from one iteration to
-the next; there the engine steps iteration by iteration, vectorised over workers.
+Crashes, downtime, ``stale_work: finish`` and a sequential scheme's rounds carry
+state from one iteration to the next; there the engine steps iteration by
+iteration, vectorised over workers.
 All random draws are made up front, so both paths consume the same streams.
 """
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from gcbench.coding import Scheme
 from gcbench.master.outcome import SimulationStuck, decoding_quality, stuck_iteration
+from gcbench.master.sequential import RoundCode
 from gcbench.results.recorder import Emit, RunRecorder
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes, message_delay
 from gcbench.scenario.schema import Scenario, Variant
@@ -70,11 +72,13 @@ class _Run:
         compressor = variant.compressor
         self.size, self.delay = message_bytes(scenario, scheme, compressor), message_delay(scenario, scheme, compressor)
         self.downtime = getattr(scenario.failures, "downtime", None)
+        # a sequential scheme: each round's end depends on the rounds before it, so every round is a step
+        self.rounds = RoundCode(scheme, rec.iterations) if scheme.sequential else None
 
     def simulate(self) -> None:
         iterations, n = self.busy.shape
         crash_rows = np.flatnonzero(self.crash.any(axis=1)) if self.crashes else np.zeros(0, dtype=np.int64)
-        always_step = self.scenario.stale_work == "finish"
+        always_step = self.scenario.stale_work == "finish" or self.rounds is not None
         down_until, free_at = np.zeros(n), np.zeros(n)
         t, now = 0, 0.0
         while t < iterations:
@@ -151,7 +155,8 @@ class _Run:
         begin = np.where(crashed, recover + dispatch, first)
         ready = begin + self.busy[t]
         arrivals = self.scenario.network.arrivals(ready - now, self.size, self.delay)
-        outcome = self.variant.policy.stop_times(arrivals[None, :], self.scheme)
+        code = self.scheme if self.rounds is None else self.rounds.begin(t)
+        outcome = self.variant.policy.stop_times(arrivals[None, :], code)
         who = lambda _: (np.flatnonzero(down_until == np.inf), int(np.isfinite(arrivals).sum()))  # noqa: E731
         _check_progress(outcome.stop, self.variant, self.scheme, t, who)
         stop = float(outcome.stop[0])
@@ -165,6 +170,8 @@ class _Run:
             compute_start[0], compute_end[0] = begin, ready
             arrival[0] = now + arrivals
         rec.used[t] = arrivals <= stop
+        if self.rounds is not None:  # the rest of the round's results are lost; the decoded job's delay
+            rec.staleness[t] = self.rounds.end(np.flatnonzero(rec.used[t]))
         rec.failed[t] = crashed | (down_until > now)
         rec.reason[t] = outcome.reason[0]
         rec.rows_done(t + 1)
