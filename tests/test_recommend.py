@@ -195,6 +195,10 @@ def test_sequential_candidates_are_every_admissible_burst_window_and_lambda_rank
                 if -(-B * lam // (W - 1 + B)) <= 1}  # fmt: skip
     assert params == expected and (1, 3, 2) in params and (1, 2, 3) not in params
     assert all(c.kind == "stale" and c.delay == c.variant.scheme_params()["burst"] for c in candidates)
+    wider = enumerate_candidates(scenario, ["sr_sgc"], 2, ["decodable"], max_burst=3, max_window=7)
+    found = {tuple(c.variant.scheme_params()[k] for k in ("burst", "window", "lam")) for c in wider}
+    assert {(3, 4, 1), (3, 7, 2), (1, 7, 4), (2, 7, 4)} <= found and max(w for _, w, _ in found) == 7
+    assert not any((w - 1) % b for b, w, _ in found)
     table, basis = recommend(scenario, candidates, 300)
     stale = table[table["kind"] == "stale"]
     assert len(stale) >= 2 and (stale["exact_share"] == 1.0).all()

@@ -29,6 +29,10 @@ def recommend(
             help="Only these policies: wait_all, decodable, fastest_k (and k_async where the scenario trains).",
         ),
     ] = None,
+    max_burst: Annotated[
+        int, typer.Option("--max-burst", min=1, help="sr_sgc: the longest burst B it tries (W - 1 a multiple of B).")
+    ] = 2,
+    max_window: Annotated[int, typer.Option("--max-window", min=2, help="sr_sgc: the widest window W it tries.")] = 5,
     top: Annotated[int, typer.Option("--top", min=1, help="How many candidates to print per kind.")] = 5,
     iterations: Annotated[
         int | None, typer.Option("--iterations", min=1, help="Iterations per candidate and seed (default: 2000).")
@@ -51,7 +55,7 @@ def recommend(
     if out is not None and out.exists() and any(out.iterdir()) and not force:
         raise GcbenchError(f"--out {out}: holds files already; add --force to overwrite them, or choose another.")
     scenario, origin = _cluster(source, seeds, sets)
-    candidates = enumerate_candidates(scenario, _names(schemes), max_s, _names(policies))
+    candidates = enumerate_candidates(scenario, _names(schemes), max_s, _names(policies), max_burst, max_window)
     count = iterations or DEFAULT_ITERATIONS
     say(console, f"{origin}: {len(candidates)} candidates, {count} iterations x {len(scenario.seeds)} seed(s) each")
     table, basis = rank(scenario, candidates, count, _progress(console))

@@ -8,8 +8,8 @@ applies to a scenario's workers, each a variant the scenario's checks accept.
 - with training in the simulator, also ``k_async`` at those k (its updates are not iterations, so only a time to
   accuracy ranks it);
 - a sequential scheme (``sr_sgc``), where ``schemes`` names it, at every admissible (B, W, lambda) with
-  B <= ``MAX_BURST``, W <= ``MAX_WINDOW`` and its s' = ceil(B lambda / (W - 1 + B)) at most max_s (the paper's
-  search, on the scenario's own cluster).
+  B <= max_burst, W <= max_window (default ``MAX_BURST``, ``MAX_WINDOW``) and its s' = ceil(B lambda /
+  (W - 1 + B)) at most max_s (the paper's search, on the scenario's own cluster).
 
 A scheme whose constraints exclude a combination (``fr`` needs (s + 1) | n, ``bcc`` b(s + 1) <= n, ...) is left
 out of it, as is one the scenario's checks refuse.
@@ -31,7 +31,7 @@ ENUMERATED = ("wait_all", "decodable", "fastest_k", "k_async")  # the policies r
 ASYNCHRONOUS = ("k_async",)  # ranked only by a time to accuracy: the scenario must train in the simulator
 KINDS = ("exact", "approximate", "stale")
 REFERENCE = "uncoded"  # the label of uncoded with wait_all: every speedup is over it
-MAX_BURST, MAX_WINDOW = 2, 5  # a sequential scheme's bursts and windows recommend tries, at most
+MAX_BURST, MAX_WINDOW = 2, 5  # a sequential scheme's bursts and windows recommend tries, at most, by default
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,11 @@ class Candidate:
 
 
 def enumerate_candidates(scenario: Scenario, schemes: list[str] | None = None, max_s: int | None = None,
-                         policies: list[str] | None = None) -> list[Candidate]:  # fmt: skip
-    """The candidates for ``scenario``'s workers, filtered by scheme and policy names and the largest s; refused in
-    one sentence where a name is unknown or nothing is left."""
+                         policies: list[str] | None = None, max_burst: int = MAX_BURST,
+                         max_window: int = MAX_WINDOW) -> list[Candidate]:  # fmt: skip
+    """The candidates for ``scenario``'s workers, filtered by scheme and policy names and the largest s (and, for
+    a sequential scheme, the largest B and W); refused in one sentence where a name is unknown or nothing is
+    left."""
     n = scenario.workers
     known = available_schemes()
     # a sequential scheme's (B, W, lambda) search is tens of candidates on the event engine: asked for by name
@@ -83,7 +85,7 @@ def enumerate_candidates(scenario: Scenario, schemes: list[str] | None = None, m
         raise GcbenchError(f"the scenario cannot run the candidates: {_first_problem(error)}.") from None
     found = []
     for name in schemes:
-        for variant in _variants(name, n, top, policies):
+        for variant in _variants(name, n, top, policies, (max_burst, max_window)):
             candidate = _candidate(scenario, variant)
             if candidate is not None:
                 found.append(candidate)
@@ -95,7 +97,7 @@ def enumerate_candidates(scenario: Scenario, schemes: list[str] | None = None, m
     return found
 
 
-def _variants(name: str, n: int, top: int, policies: list[str]) -> list[Variant]:
+def _variants(name: str, n: int, top: int, policies: list[str], bounds: tuple[int, int]) -> list[Variant]:
     out = []
     if name == "uncoded":
         if "wait_all" in policies:
@@ -109,8 +111,8 @@ def _variants(name: str, n: int, top: int, policies: list[str]) -> list[Variant]
     if "decodable" not in policies:
         return out
     if scheme_class(name).sequential:
-        return [_sequential(name, burst, window, lam) for burst, window, lam in sr_sgc_parameters(n, MAX_BURST,
-                MAX_WINDOW) if lam < n and tolerated(burst, window, lam) <= top]  # fmt: skip
+        return [_sequential(name, burst, window, lam) for burst, window, lam in sr_sgc_parameters(n, *bounds)
+                if lam < n and tolerated(burst, window, lam) <= top]  # fmt: skip
     defaults = scheme_class(name).defaults
     for s in range(1, top + 1):
         params = {"d": s + 1} if "d" in defaults else {}
