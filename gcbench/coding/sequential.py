@@ -56,7 +56,7 @@ class SelectiveRepeatRounds:
 
     def __init__(self, n: int, s: int, B: int, W: int, lam: int, rounds: int) -> None:
         self.n, self.s, self.B, self.W, self.lam = n, s, B, W, lam
-        self.served = np.full((n, rounds), IDLE)
+        self.served = np.full((n, rounds), IDLE, dtype=np.int32)  # (4 bytes a cell: runs reach 10^8 cells)
 
     def begin(self, r: int) -> np.ndarray:
         """Round r's tasks: job r, except that the workers job r - B still needs repeat their task for it."""
