@@ -81,7 +81,8 @@ def test_the_master_ends_rounds_where_the_authors_code_does(tmp_path, burst, win
     assert table["exact"].all()
 
 
-def test_decodable_ends_a_round_as_soon_as_it_may_and_never_later_than_the_authors_rule(tmp_path):
+def test_wait_all_waits_for_every_worker_and_decodable_ends_rounds_sooner_on_short_bursts(tmp_path):
+    """On a profile of short bursts; under long ones a greedy `decodable` can lose overall (docs/coding.md)."""
     delays = bursty_delays(6, 40, seed=3)
     variants = (
         "  - {label: own, scheme: sr_sgc, s: 1, burst: 1, window: 2, lam: 2}\n"
