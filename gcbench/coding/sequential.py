@@ -76,7 +76,7 @@ class SelectiveRepeatRounds:
         model's window, rounds r - W + 1 to r: a round's cost does not grow with the rounds before it)."""
         first = max(0, r + 1 - self.W)
         lost = self.served[:, first:r] == LOST
-        return bursty_fit(lost, r - first, late, self.B, self.W, self.lam, self.counted(r)[first:r])
+        return bursty_fit(lost, r - first, late, self.B, self.W, self.lam, self.counted(r))
 
     def due_decodes(self, r: int, late: np.ndarray) -> bool:
         """The job due at round r's end decodes if the ``late`` workers' round-r results are lost."""
@@ -106,16 +106,14 @@ class SelectiveRepeatRounds:
         self.served[late, r] = LOST
 
     def counted(self, r: int) -> np.ndarray:
-        """Past rounds whose stragglers count against the model (where round r's reads them: its window; True
-        elsewhere): a round in which every worker ran its own round's task or straggled, with at most s'
-        stragglers, does not (the authors' code)."""
+        """Which past rounds of round r's window (r - W + 1 to r - 1) count against the model: a round in which
+        every worker ran its own round's task or straggled, with at most s' stragglers, does not (the authors'
+        code)."""
         first = max(0, r + 1 - self.W)
         served = self.served[:, first:r]
         own = (served == np.arange(first, r)) | (served == LOST)
         few = (served == LOST).sum(axis=0) <= self.s
-        counted = np.ones(self.served.shape[1], bool)
-        counted[first:r] = ~(own.all(axis=0) & few)
-        return counted
+        return ~(own.all(axis=0) & few)
 
 
 class SelectiveRepeatSGC(Scheme):
