@@ -89,6 +89,10 @@ def test_shares_split_between_two_stragglers_in_different_iterations(tmp_path):
         "{label: deadline, scheme: cyclic_mds, s: 1, policy: {name: deadline, deadline: 0.12, fallback: wait}}",
         "{label: CCE, scheme: cce_cr, s: 2, m: 2}",
         "{label: partial, scheme: partial_cr, s: 1}",
+        # a sequential scheme: each round's end depends on the rounds before it, so the replay steps them
+        "{label: SR-SGC, scheme: sr_sgc, s: 1, burst: 1, window: 2, lam: 2}",
+        "{label: SR-SGC mu, scheme: sr_sgc, s: 1, burst: 1, window: 2, lam: 2,"
+        " policy: {name: relative_deadline, mu: 1}}",
     ],
 )
 def test_the_replay_follows_the_run_it_replays_under_every_synchronous_policy(tmp_path, variant):

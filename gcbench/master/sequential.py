@@ -71,6 +71,16 @@ class RoundCode:
         due = self.state.due(self.t)
         return None if due is None else self.results.pop(due)
 
+    def stop_times(self, policy, arrivals: np.ndarray) -> np.ndarray:
+        """The policy's stop times for rounds of known arrival times (rows: rounds 0, 1, ...), stepped one round
+        at a time from this bookkeeping's start, each round's late results lost (a what-if replay)."""
+        stops = np.empty(len(arrivals))
+        for t, row in enumerate(arrivals):
+            stops[t] = policy.stop_times(row[None, :], self.begin(t)).stop[0]
+            if np.isfinite(stops[t]):
+                self.end(np.flatnonzero(row <= stops[t]))
+        return stops
+
     def end(self, received) -> float:
         """Round t ended with ``received``: the rest is lost. The staleness of the update it makes: the rounds
         between the decoded job's dispatch and now (NaN in the first rounds, which decode no job)."""

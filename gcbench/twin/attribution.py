@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from gcbench.errors import GcbenchError
+from gcbench.master.sequential import RoundCode
 from gcbench.policies import SynchronousPolicy, WaitAll
 from gcbench.results import slowness as slow
 from gcbench.results.schema import WORKER_COLUMNS
@@ -129,7 +130,12 @@ def _variant_rows(scenario: Scenario, variant: Variant, iterations: pd.DataFrame
         sent = messages[messages["seed"] == seed] if several else None
         seeds.append(_seed(frame.sort_values("iteration"), rows, sent, n, len(scheme.message_owner)))
     rule = _stop_rule(variant)
-    replay = None if rule is None else _what_if(seeds, lambda a: rule.stop_times(a, scheme).stop, scheme, n)
+    if rule is not None and scheme.sequential:  # a round's end depends on the rounds before it: step them
+        replay = _what_if(seeds, lambda a: RoundCode(scheme, len(a)).stop_times(rule, a), scheme, n)
+    elif rule is not None:
+        replay = _what_if(seeds, lambda a: rule.stop_times(a, scheme).stop, scheme, n)
+    else:
+        replay = None
     return _rows(variant.display_label(), int(iterations["point"].iloc[0]), seeds, replay, n)
 
 
