@@ -105,6 +105,16 @@ def test_replay_is_exact_on_simulated_tables(truth):
     assert table["error_p99"].abs().max() < 1e-9
 
 
+def test_replay_steps_a_sequential_schemes_rounds():
+    """sr_sgc's rounds depend on the rounds before them: the replay steps them and gives the run back exactly."""
+    variants = [{"label": "SR-SGC", "scheme": "sr_sgc", "s": 1, "burst": 1, "window": 2, "lam": 2},
+                {"label": "SR-SGC mu", "scheme": "sr_sgc", "s": 1, "burst": 1, "window": 2, "lam": 2,
+                 "policy": {"name": "relative_deadline", "mu": 1.0}}]  # fmt: skip
+    run = simulated_run(known(iterations=300, variants=variants, master={}))
+    table = replay(run)
+    assert table["error_mean"].abs().max() < 1e-9 and table["error_p99"].abs().max() < 1e-9
+
+
 def test_the_calibrated_scenario_predicts_the_run_and_another_seed(truth):
     scenario, run, calibration = truth
     for target in (run, simulated_run(scenario, seed=1)):

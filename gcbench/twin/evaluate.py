@@ -18,6 +18,7 @@ import pandas as pd
 from scipy import stats
 
 from gcbench.errors import GcbenchError
+from gcbench.master.sequential import RoundCode
 from gcbench.results.summary import mean_confidence_interval
 from gcbench.scenario.build import scheme_for, variant_labelled
 from gcbench.scenario.schema import Scenario
@@ -38,13 +39,23 @@ def replay(run: MeasuredRun) -> pd.DataFrame:
         measured = run.iterations[run.iterations["variant"] == label]
         workers = run.workers[run.workers["variant"] == label]
         stops = []
-        for _, group in workers.groupby(["point", "seed", "iteration"], sort=True):
-            arrivals = np.full(run.scenario.workers, np.inf)
-            arrived = group["arrival"].notna() & ~group["failed"]
-            arrivals[group["worker"].to_numpy()[arrived]] = (group["arrival"] - group["start"]).to_numpy()[arrived]
-            stops.append(float(variant.policy.stop_times(arrivals[None, :], scheme).stop[0]))
-        rows.append(_row(label, measured, np.asarray(stops)))
+        for _, run_rows in workers.groupby(["point", "seed"], sort=True):  # (a sequential scheme's rounds, in order)
+            arrivals = []
+            for _, group in run_rows.groupby("iteration", sort=True):
+                row = np.full(run.scenario.workers, np.inf)
+                arrived = group["arrival"].notna() & ~group["failed"]
+                row[group["worker"].to_numpy()[arrived]] = (group["arrival"] - group["start"]).to_numpy()[arrived]
+                arrivals.append(row)
+            stops.append(_stops(variant.policy, scheme, np.array(arrivals)))
+        rows.append(_row(label, measured, np.concatenate(stops)))
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _stops(policy, scheme, arrivals: np.ndarray) -> np.ndarray:
+    """The policy's stop times for these iterations' arrivals; a sequential scheme's rounds one after another."""
+    if scheme.sequential:
+        return RoundCode(scheme, len(arrivals)).stop_times(policy, arrivals)
+    return policy.stop_times(arrivals, scheme).stop
 
 
 def compare(scenario: Scenario, run: MeasuredRun, iterations: int = SIMULATED_ITERATIONS) -> pd.DataFrame:
