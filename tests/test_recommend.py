@@ -203,3 +203,6 @@ def test_sequential_candidates_are_every_admissible_burst_window_and_lambda_rank
     stale = table[table["kind"] == "stale"]
     assert len(stale) >= 2 and (stale["exact_share"] == 1.0).all()
     assert "applied 1 round late" in stale["reason"].str.cat() and "run the same" in stale["reason"].str.cat()
+    for kept, others in basis["merged"].items():  # equal times, but a later update is another candidate
+        delay = dict(zip(table["candidate"], table["reason"], strict=True))[kept].count("2 rounds late")
+        assert all(("burst=2" in other) == bool(delay) for other in others), (kept, others)

@@ -171,7 +171,7 @@ SR = "  - {scheme: sr_sgc, s: 1, burst: 1, window: 2, lam: 2POLICY}\n"
 @pytest.mark.parametrize(
     ("variant", "extra", "message"),
     [
-        (SR.replace("s: 1", "s: 2").replace("POLICY", ""), "", "give s: 1 (got s: 2)"),
+        (SR.replace("s: 1", "s: 2").replace("POLICY", ""), "", "so its s must be 1 (got 2)"),
         (SR.replace("window: 2", "window: 4").replace("burst: 1", "burst: 2").replace("POLICY", ""), "",
          "window - 1 to be a multiple of burst"),
         (SR.replace("POLICY", ", policy: {name: fastest_k, k: 4}"), "", "not fastest_k"),

@@ -161,7 +161,7 @@ class SelectiveRepeatSGC(Scheme):
         if self.s != want:
             raise SchemeParameterError(
                 f"sr_sgc with burst={B}, window={W}, lam={lam} tolerates s' = ceil(burst lam / (window - 1 + burst)) "
-                f"= {want} stragglers per job: give s: {want} (got s: {self.s})."
+                f"= {want} straggler{'s' if want != 1 else ''} per job, so its s must be {want} (got {self.s})."
             )
 
     @property

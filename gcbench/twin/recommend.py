@@ -91,7 +91,7 @@ def _merged(rows: list[tuple[Candidate, dict]]) -> tuple[list[tuple[Candidate, d
     scheme's timing does not depend on, such as bcc's): the first (the least s), with the others it stands for."""
     kept, merged, first = [], {}, {}
     for candidate, row in rows:
-        key = (row["scheme"], row["policy"], row.pop("signature"))
+        key = (row["scheme"], row["policy"], candidate.delay, row.pop("signature"))  # (a later update is not alike)
         if key in first:
             merged.setdefault(first[key], []).append(candidate)
             continue
@@ -203,7 +203,8 @@ def _reason(candidate: Candidate, row: dict, n: int, chronic: dict[int, float]) 
     if candidate.delay:
         p = variant.scheme_params()
         return (
-            f"tolerates up to {p['lam']} distinct stragglers in any {p['window']} rounds (bursts of {p['burst']}); "
+            f"tolerates up to {p['lam']} distinct straggler{'s' if p['lam'] != 1 else ''} in any {p['window']} rounds "
+            f"(bursts of {p['burst']}); "
             f"pays {candidate.load:g}x the compute of uncoded; each job's exact gradient applied {candidate.delay} "
             f"round{'s' if candidate.delay > 1 else ''} late"
         )
