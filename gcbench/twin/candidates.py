@@ -60,7 +60,7 @@ def enumerate_candidates(scenario: Scenario, schemes: list[str] | None = None, m
     left."""
     n = scenario.workers
     known = available_schemes()
-    # a sequential scheme's (B, W, lambda) search is tens of candidates on the event engine: asked for by name
+    # a sequential scheme's (B, W, lambda) search is tens of candidates, each a round at a time: asked for by name
     schemes = [name for name in known if not scheme_class(name).sequential] if schemes is None else schemes
     unknown = [name for name in schemes if name not in known]
     if unknown:
