@@ -201,3 +201,23 @@ def test_a_real_run_of_sr_sgc_is_refused_in_one_sentence(tmp_path):
     )
     result = runner.invoke(app, ["run", str(scenario), "--backend", "local", "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "simulate it with --sim" in result.output, result.output
+
+
+def test_a_variant_that_leaves_s_out_gets_s_prime_so_a_sweep_over_lambda_runs(tmp_path):
+    """s' follows from (B, W, lambda): leaving s out gives it (labels and the s column say it), so a sweep over
+    lambda runs each point at its own s'; a wrong s given is still refused."""
+    from gcbench.scenario.schema import Variant
+
+    assert Variant.model_validate({"scheme": "sr_sgc", "burst": 1, "window": 3, "lam": 4}).s == 2
+    assert Variant.model_validate({"scheme": "sr_sgc"}).s == 1  # the defaults: B = 1, W = 2, lambda = 1
+    assert Variant.model_validate({"scheme": "cr"}).s == 0  # (a scheme whose s is free keeps the default)
+    write_profile(tmp_path / "p.pkl", bursty_delays(6, 12, seed=1))
+    scenario = tmp_path / "sweep.yaml"
+    scenario.write_text(
+        "name: sweep\nworkers: 6\niterations: 12\ncompute: {trace: {path: p.pkl, load_scaling: none}}\n"
+        "variants:\n  - {label: SR-SGC, scheme: sr_sgc, burst: 1, window: 2}\nsweep:\n  variants[0].lam: [1, 2, 3, 4]\n"
+    )
+    result = runner.invoke(app, ["simulate", str(scenario), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    table = pd.read_parquet(tmp_path / "run" / "iterations.parquet")
+    assert table.groupby("point")["s"].first().tolist() == [1, 1, 2, 2]

@@ -119,6 +119,12 @@ class Scheme(abc.ABC):
     def _check_parameters(self) -> None:  # noqa: B027  (optional hook)
         """Raise SchemeParameterError for parameters the construction cannot take."""
 
+    @classmethod
+    def derived_s(cls, params: Mapping[str, Any]) -> int | None:
+        """The s these parameters fix, for a scheme whose s follows from its other parameters (None: s is free,
+        or the parameters are not valid enough to say; the construction then says why)."""
+        return None
+
     @abc.abstractmethod
     def _layout(self) -> Layout:
         """Partitions and message coefficients of every worker."""

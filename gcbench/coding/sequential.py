@@ -147,6 +147,15 @@ class SelectiveRepeatSGC(Scheme):
                         found.append((s, {"burst": B, "window": W, "lam": lam}))
         return found
 
+    @classmethod
+    def derived_s(cls, params) -> int | None:
+        """s' = ceil(B lambda / (W - 1 + B)): a variant that leaves s out gets it."""
+        given = {**cls.defaults, **{key: value for key, value in params.items() if value is not None}}
+        B, W, lam = given["burst"], given["window"], given["lam"]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (B, W, lam)) or B < 1 or W <= B:
+            return None
+        return tolerated(B, W, lam)
+
     def _check_parameters(self) -> None:
         B = check_int(self.name, "burst", self.params["burst"], 1, 2**31)
         W = check_int(self.name, "window", self.params["window"], B + 1, 2**31)

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, PositiveInt, field_validator, model_validator
 
-from gcbench.coding import plain
+from gcbench.coding import SchemeParameterError, plain, scheme_class
 from gcbench.compression import Compression, Compressor, NoCompression, is_valid_compression
 from gcbench.models import Config
 from gcbench.models.distributions import Distribution
@@ -100,10 +100,22 @@ class Variant(Config):
     @model_validator(mode="before")
     @classmethod
     def _plain_scheme_params(cls, data: Any) -> Any:
-        """The scheme's parameters (kept as given) with numpy numbers as Python's, so run.json stays JSON."""
+        """The scheme's parameters (kept as given) with numpy numbers as Python's, so run.json stays JSON; and,
+        where the variant leaves s out and its scheme's s follows from its other parameters (sr_sgc's s'), that
+        s."""
         if not isinstance(data, dict):
             return data
-        return {key: value if key in cls.model_fields else plain(value) for key, value in data.items()}
+        data = {key: value if key in cls.model_fields else plain(value) for key, value in data.items()}
+        if "s" not in data:
+            try:
+                derived = scheme_class(str(data.get("scheme"))).derived_s(
+                    {k: v for k, v in data.items() if k not in cls.model_fields}
+                )
+            except SchemeParameterError:  # (an unknown scheme: the checks name it)
+                derived = None
+            if derived is not None:
+                data["s"] = derived
+        return data
 
     def scheme_params(self) -> dict[str, Any]:
         """The scheme parameters this variant gives (its keys beyond the fields above).
