@@ -119,6 +119,11 @@ class Scheme(abc.ABC):
     def _check_parameters(self) -> None:  # noqa: B027  (optional hook)
         """Raise SchemeParameterError for parameters the construction cannot take."""
 
+    @property
+    def delay(self) -> int:
+        """Rounds from a job's dispatch to its decode: 0, but for a sequential scheme (its B)."""
+        return 0
+
     @classmethod
     def derived_s(cls, params: Mapping[str, Any]) -> int | None:
         """The s these parameters fix, for a scheme whose s follows from its other parameters (None: s is free,

@@ -126,8 +126,9 @@ class SelectiveRepeat:
 
     def decodable(self, served: np.ndarray, job: int) -> bool:
         """Job ``job`` decodes from the results ``served`` (workers x rounds) holds for it in its rounds."""
-        n = served.shape[0]
-        return int((served[:, job] == job).sum() + (served[:, job + self.B] == job).sum()) >= n - self.s
+        state = SelectiveRepeatRounds(served.shape[0], self.s, self.B, self.W, self.lam, 0)
+        state.served = served
+        return state.results_for(job, job + self.B) >= served.shape[0] - self.s
 
 
 class Multiplexed:

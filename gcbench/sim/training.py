@@ -70,7 +70,7 @@ class TrainingCluster(SimPyCluster):
         self.refills: list[tuple[int, int]] = []  # (worker, step) of each job that refilled a lost cache
         # the versions before the latest kept for jobs not yet submitted: a sequential scheme repeats a task of
         # the job B rounds back, on that job's weights
-        self.keep = scheme.delay if scheme.sequential else 0
+        self.keep = scheme.delay
 
     @classmethod
     def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True) -> TrainingCluster:

@@ -138,8 +138,7 @@ def _candidate(scenario: Scenario, variant: Variant) -> Candidate | None:
     exact = scheme.exact and isinstance(policy, Decodable | WaitAll) and policy.fallback == "wait"
     load = max(scheme.step_load(w) for w in range(scenario.workers))
     m = int(getattr(scheme, "m", 1) or 1)
-    delay = scheme.delay if scheme.sequential else 0
-    return Candidate(single.variants[0], exact, float(load), m, scheme.pipelined, delay)
+    return Candidate(single.variants[0], exact, float(load), m, scheme.pipelined, scheme.delay)
 
 
 def with_variants(scenario: Scenario, variants: list[Variant], iterations: int | None = None) -> Scenario:

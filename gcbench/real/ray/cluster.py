@@ -79,7 +79,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
         # the weights a job submitted later may still compute on, by version: a sequential scheme repeats the task
         # of the job B rounds back on that job's weights (its delay B); else the latest only
         self.published: dict[int, Any] = {}
-        self.kept = scheme.delay if scheme.sequential else 0
+        self.kept = scheme.delay
         self.actors: list = []  # (self.data: per worker, partition -> [shard ref], for restarts)
         self.jobs: dict[Any, Job] = {}  # compute refs (streams for several messages) in flight, in submission order
         self.held: list[list[Job]] = [[] for _ in range(self.n)]  # a crashed job and those after it, see _release
