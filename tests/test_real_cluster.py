@@ -101,9 +101,13 @@ def test_one_exit_is_one_failure_at_its_jobs_start_and_the_job_queued_behind_it_
         # the crash waits for the first job's reply (an exit as it was being sent lost it, on a loaded machine)
         assert list(cluster.jobs.values()) == [first]
         events = events_until(cluster, start + 10, stop=lambda events: len(events) == 4)
-        # the exit comes as the first job's compute ends, before its result has crossed the modelled network
-        assert [type(event) for event in events] == [Failure, Result, Restart, Result]
-        failure, done, restart, after = events
+        # the exit comes as the first job's compute ends, before its result has crossed the modelled network; it is
+        # dated then, but taken after the result when Ray notices the exit later than the network delay (a loaded
+        # machine: a CI run at 11045df did)
+        assert {type(event) for event in events[:2]} == {Failure, Result}, events
+        assert [type(event) for event in events[2:]] == [Restart, Result], events
+        failure, done = sorted(events[:2], key=lambda event: type(event) is Result)
+        restart, after = events[2:]
         assert done.job is first and failure.job is crashed and after.job is behind
         assert failure.at == pytest.approx(done.compute_end, abs=0.05)  # exited as the crashed job started
         # not before the downtime; later only when Ray's restart takes longer (it does on a loaded machine)
