@@ -73,8 +73,8 @@ def test_help_lists_the_parameters_the_registered_schemes_declare():
         "--seed: cr, bgc, expander, bcc, partial_cr (default 0); --m: cce_cr, cce_fr, chunked_cr (default 2); "
         "--d: is_gc, frc, bgc, sgc "
         "(default 2); --d: expander (default 4); --decoder: expander (default optimal); --b: bcc (default 2); "
-        "--speeds: heterogeneous (default []); --burst: sr_sgc (default 1); --window: sr_sgc (default 2); "
-        "--lam: sr_sgc (default 1); --code: sr_sgc (default cyclic_mds)."
+        "--speeds: heterogeneous (default []); --burst: sr_sgc, m_sgc (default 1); --window: sr_sgc, m_sgc "
+        "(default 2); --lam: sr_sgc, m_sgc (default 1); --code: sr_sgc, m_sgc (default cyclic_mds)."
     ) in " ".join(result.output.split())
 
 

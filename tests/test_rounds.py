@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gcbench.coding import make_scheme
+from gcbench.coding.sequential import LOST
 from gcbench.policies import RelativeDeadline
 from gcbench.sim.rounds import (
-    LOST,
     GradientCode,
     Multiplexed,
     SelectiveRepeat,

@@ -61,7 +61,7 @@ def test_field_errors_and_variant_errors_come_in_one_report(tmp_path):
     assert message == (
         ": network.colour: unknown field (check its spelling and section); variants[1]: Unknown scheme 'mds'; "
         "available: uncoded, ignore_stragglers, fr, cr, cyclic_mds, cce_cr, cce_fr, is_gc, frc, bgc, expander, sgc, "
-        "bcc, heterogeneous, pipelined_cr, pipelined_fr, partial_cr, chunked_cr, sr_sgc; "
+        "bcc, heterogeneous, pipelined_cr, pipelined_fr, partial_cr, chunked_cr, sr_sgc, m_sgc; "
         "variants[2]: fr needs (s+1) to divide n: s+1=2 does not divide n=3.\n"
     )
 

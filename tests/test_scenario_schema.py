@@ -64,7 +64,15 @@ def variants(draw, n):
     assume(admitted)  # a scheme may admit no parameters for some n (expander: no 1-vertex graph)
     s, params = draw(st.sampled_from(admitted))
     policy = policies(n)
-    if scheme_class(scheme).pipelined:  # its cached partitions are refreshed once per synchronous step
+    if scheme_class(scheme).sequential:  # a round ends once its stragglers fit the model and the job due decodes
+        sequential = [
+            "wait_all",
+            "decodable",
+            {"name": "deadline", "deadline": 0.5},
+            {"name": "relative_deadline", "mu": 1},
+        ]
+        policy = st.sampled_from(sequential)
+    elif scheme_class(scheme).pipelined:  # its cached partitions are refreshed once per synchronous step
         policy = policy.filter(lambda p: POLICIES.get(p if isinstance(p, str) else p["name"]).synchronous)
     return {"scheme": scheme, "s": s, **params, "policy": draw(policy)}
 

@@ -1,4 +1,5 @@
-"""Every registered scheme decodes exactly under every straggler set it claims.
+"""Every registered scheme decodes exactly under every straggler set it claims (``tolerance`` whole workers: s, but
+for M-SGC, whose guarantee spans rounds: tests/test_multiplexed.py).
 
 Hypothesis draws (n, s, m, d, seed) across each scheme's valid range; for n <= 10
 every straggler set is also enumerated. Parameter sets a scheme refuses as
@@ -57,7 +58,7 @@ def scheme_instances(draw, name):
 
 @st.composite
 def straggler_sets(draw, scheme, extra=0):
-    size = draw(st.integers(0, min(scheme.n, scheme.s + extra)))
+    size = draw(st.integers(0, min(scheme.n, scheme.tolerance + extra)))
     return draw(st.lists(st.integers(0, scheme.n - 1), min_size=size, max_size=size, unique=True))
 
 
@@ -140,7 +141,7 @@ def test_every_straggler_set_for_small_n(name, sizes):
                 continue
             grads = partition_gradients(scheme.k, 3, rng)
             encoded = encode_all(scheme, grads)  # (once: a set's check then costs its decode)
-            for stragglers in all_subsets(n, s):
+            for stragglers in all_subsets(n, scheme.tolerance):
                 check_decode_exact(scheme, stragglers, grads, encoded)
                 if not scheme.exact:
                     responders = [w for w in range(n) if w not in stragglers]

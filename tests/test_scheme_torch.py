@@ -20,8 +20,8 @@ def test_torch_matches_numpy(name, data):
     n = data.draw(st.integers(2, 9))
     s, params = data.draw(st.sampled_from(valid_parameter_sets(name, n)))
     scheme = make_scheme(name, n=n, s=s, **params)
-    stragglers = data.draw(st.lists(st.integers(0, n - 1), max_size=s, unique=True))
-    grads = partition_gradients(n, data.draw(st.integers(1, 20)), np.random.default_rng(0))
+    stragglers = data.draw(st.lists(st.integers(0, n - 1), max_size=scheme.tolerance, unique=True))
+    grads = partition_gradients(scheme.k, data.draw(st.integers(1, 20)), np.random.default_rng(0))
     check_torch_matches_numpy(scheme, stragglers, grads)
 
 

@@ -1,7 +1,8 @@
-"""sr_sgc trained in the simulator: job t's gradient, computed on the weights of round t (a repeated task
+"""sr_sgc and m_sgc trained in the simulator: job t's gradient, computed on the weights of round t (a repeated task
 included, B rounds later), decoded exactly at the end of round t + B and applied then (delayed SGD). So the
 updates do not depend on which workers straggled: a run with bursty stragglers, lost results and repeated tasks
-trains exactly as one where every worker answers every round (wait_all, no straggling)."""
+trains exactly as one where every worker answers every round (wait_all, no straggling). M-SGC's mini-tasks each
+compute their own job's message on that job's weights and mini-batch, a D1 chunk redone in a D2 slot included."""
 
 from __future__ import annotations
 
@@ -23,12 +24,12 @@ TRAINING = {
 SR = {"scheme": "sr_sgc", "s": 1, "burst": 1, "window": 2, "lam": 2}
 
 
-def run(variant: dict, straggling: dict, **fields) -> tuple:
+def run(variant: dict, straggling: dict, batch_size: int = 60, **fields) -> tuple:
     scenario = Scenario.model_validate({
         "name": "sequential", "workers": N, "iterations": ROUNDS, "stale_work": "abandon",
         "compute": {"per_partition": {"distribution": "shifted_exponential", "shift": 0.01, "rate": 100}},
-        "straggling": straggling, "gradient": {"length": 30730}, "variants": [variant], "training": dict(TRAINING),
-        **fields,
+        "straggling": straggling, "gradient": {"length": 30730}, "variants": [variant],
+        "training": {**TRAINING, "batch_size": batch_size}, **fields,
     })  # fmt: skip
     variant = scenario.variants[0]
     scheme = scheme_for(scenario, variant)
@@ -97,3 +98,28 @@ def test_crashes_and_late_work_leave_the_updates_as_they_were(stale_work):
     calm, _ = run({**SR, "policy": "wait_all"}, NONE)
     assert straggled.failed.any()
     np.testing.assert_allclose(straggled.loss[1:], calm.loss[1:], rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.blas
+@pytest.mark.parametrize("policy", ["decodable", {"name": "relative_deadline", "mu": 1.0}])
+def test_m_sgc_trains_the_same_delayed_updates_whoever_straggles(monkeypatch, policy):
+    from gcbench.coding.multiplexed import MultiplexedRounds
+
+    redos = []
+    begin = MultiplexedRounds.begin
+
+    def spy(state, r):
+        begin(state, r)
+        redos.append(int((state.redo[:, :, r] >= 0).sum()))
+
+    monkeypatch.setattr(MultiplexedRounds, "begin", spy)
+    heavy = {"model": "markov", "enter": 0.3, "leave": 0.7, "slowdown": 8}
+    variant = {"scheme": "m_sgc", "burst": 1, "window": 3, "lam": 2, "policy": policy}  # k = 6 x 7 = 42
+    straggled, scheme = run(variant, heavy, batch_size=84)
+    assert sum(redos) > 0  # lost D1 chunks were redone in D2 slots
+    calm, _ = run({**variant, "policy": "wait_all"}, NONE, batch_size=84)
+    assert scheme.delay == 2 and np.isnan(straggled.loss[:2]).all() and np.isfinite(straggled.loss[2:]).all()
+    assert (straggled.used.sum(axis=1) < N).sum() >= 3 and calm.used.all()
+    np.testing.assert_allclose(straggled.loss[2:], calm.loss[2:], rtol=1e-5, atol=1e-7)
+    assert (straggled.staleness[2:] == 2).all()
+    assert straggled.loss[-1] < straggled.loss[2]  # it learns

@@ -34,7 +34,10 @@ def schemes(
     ctx: typer.Context,
     name: Annotated[str | None, typer.Argument(help="Show one scheme instance instead of the table.")] = None,
     n: Annotated[int, typer.Option("--n", help="Workers.")] = 12,
-    s: Annotated[int, typer.Option("--s", help="Stragglers tolerated.")] = 1,
+    s: Annotated[
+        int | None,
+        typer.Option("--s", help="Stragglers tolerated (default 1; a sequential scheme's follows from B, W, lam)."),
+    ] = None,
 ) -> None:
     """List the registered gradient-coding schemes, or show one instance in detail.
 
@@ -47,7 +50,13 @@ def schemes(
             raise GcbenchError(f"{ctx.args[0]} is a scheme parameter: name the scheme first, e.g. gcbench schemes cr.")
         print_scheme_table()
         return
-    print_scheme(name, n, s, scheme_options(name, ctx.args))
+    params = scheme_options(name, ctx.args)
+    if s is None:
+        from gcbench.coding import scheme_class
+
+        derived = scheme_class(name).derived_s(params)
+        s = 1 if derived is None else derived
+    print_scheme(name, n, s, params)
 
 
 def print_scheme_table(console: Console | None = None) -> None:
@@ -124,16 +133,17 @@ def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Con
         f"n={scheme.n} workers, k={scheme.k} partitions, s={scheme.s}, m={scheme.m}; "
         f"load {scheme.load} partitions/worker{pipelined}, upload {scheme.upload:g} gradient/message, "
         f"tolerates {scheme.tolerance} straggler(s)"
+        + (f" of a job's (whole workers); its rounds, {scheme.facts['tolerates']} ones" if scheme.sequential else "")
     )
     console.print(
-        f"worst decoding condition number over {scope} straggler set(s) of size {scheme.s}: "
+        f"worst decoding condition number over {scope} straggler set(s) of size {scheme.tolerance}: "
         f"{report.worst:.3g} (stragglers {list(report.worst_stragglers)})"
     )
     amplification = scheme.error_amplification()
     scope = "every" if amplification.exhaustive else f"{amplification.sets_checked} sampled"
     console.print(
         f"error amplification (decoding weights' Frobenius norm, the factor on compressed messages' errors) over "
-        f"{scope} straggler set(s) of size {scheme.s}: worst {amplification.worst:.3g} "
+        f"{scope} straggler set(s) of size {scheme.tolerance}: worst {amplification.worst:.3g} "
         f"(stragglers {list(amplification.worst_stragglers)}), mean {amplification.mean:.3g}; uncoded's is "
         f"{amplification.uncoded:.3g}"
     )

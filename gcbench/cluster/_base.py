@@ -60,6 +60,9 @@ class Result:
     # where messages are compressed payloads: the same messages uncompressed, where the cluster keeps them (the
     # simulator does), so the master can measure what compression changed (the compression_error column)
     exact: Any = None
+    # a multiplexed job's (Cluster.submit's ``tasks``): each mini-task's partition losses, in the tasks' order
+    # (``messages`` then holds one vector per mini-task; partitions of different jobs share ids)
+    task_losses: list[dict[int, float]] | None = None
 
     @property
     def worker(self) -> int:
@@ -87,9 +90,11 @@ Event = Result | Failure | Restart
 
 
 def message_fractions(scheme: Scheme) -> dict[int, tuple[float, ...]]:
-    """Per worker that sends more than one message: the fraction of its job after which each is ready
-    (``ready_after`` of its load, the job's time split evenly among its partitions)."""
+    """Per worker that sends more than one message, each as it is ready: the fraction of its job after which
+    each is ready (``ready_after`` of its load, the job's time split evenly among its partitions)."""
     fractions = {}
+    if not scheme.streams_messages:
+        return fractions
     for w in range(scheme.n):
         own = scheme.messages(w)
         if len(own) > 1:
@@ -132,13 +137,16 @@ class Cluster(ABC):
 
     @abstractmethod
     def submit(
-        self, worker: int, job: int, row: int, crash: bool, batch: int | None = None, version: int | None = None
-    ) -> Job:
+        self, worker: int, job: int, row: int, crash: bool, batch: int | None = None, version: int | None = None,
+        tasks: tuple[tuple[int, int], ...] | None = None,
+    ) -> Job:  # fmt: skip
         """Start a job on ``worker``: draw row ``row``; ``crash``: the failure model crashes it as it starts;
         ``batch``: the mini-batch it computes when the cluster trains (default ``row``; an asynchronous
         worker's j-th job computes mini-batch j on draw row j mod iterations). It computes on the weights
         published last before the submission, or with ``version`` on the ``version``-th published (from 0):
-        a sequential scheme's repeated task computes on its job's weights."""
+        a sequential scheme's repeated task computes on its job's weights. ``tasks``: a multiplexed scheme's
+        mini-tasks, (job, index among the worker's messages) each, each computing that message on job's
+        mini-batch and weights (M-SGC; only a cluster that trains reads them)."""
 
     @abstractmethod
     def next_event(self, until: float) -> Event | None:

@@ -33,7 +33,7 @@ class AmplificationReport:
 def amplification_report(scheme: Any, limit: int = 2000) -> AmplificationReport:
     """The decoding weights' Frobenius norm over the straggler sets of size s (least squares where the scheme is
     approximate: its weights are what the master applies). ``scheme``: a Scheme (gcbench/coding/_base.py)."""
-    sets, exhaustive = straggler_sets(scheme.n, scheme.s, limit)
+    sets, exhaustive = straggler_sets(scheme.n, scheme.tolerance, limit)
     norms = []
     for stragglers in sets:
         ids = [mid for w in range(scheme.n) if w not in stragglers for mid in scheme.messages(w)]

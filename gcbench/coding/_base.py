@@ -67,6 +67,11 @@ class Scheme(abc.ABC):
     # True when a job is decoded rounds after its dispatch from results of several rounds (coding/sequential.py):
     # such a scheme gives ``delay`` and ``rounds(count)``, the bookkeeping the master asks when a round may end
     sequential: ClassVar[bool] = False
+    # a worker that sends several messages sends each as soon as its partitions are computed; False: all of them
+    # together when its job ends (M-SGC's mini-tasks make one round's result, as in the authors' model)
+    streams_messages: ClassVar[bool] = True
+    # why no real backend runs the scheme (None: they all may), the end of a sentence naming it
+    simulator_only: ClassVar[str | None] = None
     # what the conformance suite's exhaustive checks cost (tests/test_scheme_conformance.py): True when checking
     # every straggler set at n <= 10 takes seconds, or every responder set at n <= 7 takes minutes; such a check
     # then runs only in the slow lane (pytest -m slow), and Hypothesis still samples the scheme in the everyday one
@@ -161,6 +166,12 @@ class Scheme(abc.ABC):
     def step_load(self, worker: int) -> int:
         """Partitions a worker computes in one step's job (what the timing models scale by)."""
         return len(self.partitions(worker))
+
+    @property
+    def partition_share(self) -> float:
+        """One partition's size in uncoded partitions (n / k: 1 but where k != n, as M-SGC's), what the compute
+        models scale a load by."""
+        return self.n / self.k
 
     def computes(self, worker: int, step: int) -> tuple[int, ...]:
         """The partitions a worker computes in its job of iteration ``step``: all it holds, unless pipelined."""

@@ -12,6 +12,7 @@ from gcbench.coding.frc import ApproximateFractionalRepetition
 from gcbench.coding.heterogeneous import HeterogeneousRepetition
 from gcbench.coding.ignore_stragglers import IgnoreStragglers
 from gcbench.coding.is_gc import IgnoreStragglerGC
+from gcbench.coding.multiplexed import MultiplexedSGC
 from gcbench.coding.partial import ChunkedCyclicRepetition, PartialCyclicRepetition
 from gcbench.coding.pipelined import PipelinedCyclicRepetition, PipelinedFractionalRepetition
 from gcbench.coding.sequential import SelectiveRepeatSGC
@@ -38,6 +39,7 @@ BUILTIN_SCHEMES = (
     PartialCyclicRepetition,
     ChunkedCyclicRepetition,
     SelectiveRepeatSGC,
+    MultiplexedSGC,
 )
 
 for _cls in BUILTIN_SCHEMES:

@@ -80,7 +80,7 @@ def condition_report(scheme: Code, limit: int | None, stop_above: float = float(
     """
     key = f"{type(scheme).__name__}:{scheme!r}:{limit}:{stop_above}"
     if key not in _REPORTS:
-        sets, exhaustive = straggler_sets(scheme.n, scheme.s, _limit(scheme) if limit is None else limit)
+        sets, exhaustive = straggler_sets(scheme.n, scheme.tolerance, _limit(scheme) if limit is None else limit)
         _REPORTS[key] = _scan(scheme, sets, exhaustive, stop_above)
     return _REPORTS[key]
 
@@ -89,7 +89,7 @@ def _limit(scheme: Code) -> int:
     """How many straggler sets a bounded check looks at: about BUDGET operations (a second or less)."""
     if _spectrum(scheme) is None:  # one SVD of about n x n per set
         return int(np.clip(4e9 / scheme.n**3, 16, 2000))
-    pairs = (scheme.s * scheme.messages_per_worker) ** 2
+    pairs = (scheme.tolerance * scheme.messages_per_worker) ** 2
     return int(np.clip(BUDGET / (2 * STEPS * len(scheme.rows) * max(pairs, 1)), 16, 20_000))
 
 

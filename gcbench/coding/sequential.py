@@ -67,6 +67,14 @@ class SelectiveRepeatRounds:
         self.served[:, r] = tasks
         return tasks
 
+    def serves(self, worker: int, r: int) -> int:
+        """The job worker's round-r task serves (LOST where round r ended without it)."""
+        return int(self.served[worker, r])
+
+    def tasks(self, worker: int, r: int) -> None:
+        """None: a round's task is one, every message of the job ``serves`` names (M-SGC's are several)."""
+        return None
+
     def due(self, r: int) -> int | None:
         """The job decoded at the end of round r (None in the first B rounds)."""
         return r - self.B if r >= self.B else None

@@ -11,6 +11,8 @@ Everything else it reads from the scheme.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 
@@ -21,6 +23,8 @@ class RoundCode:
     def __init__(self, scheme, rounds: int) -> None:
         self.scheme, self.state, self.t = scheme, scheme.rounds(rounds), 0
         self.results: dict[int, list] = {}  # job -> the used results that served it, while it waits for its decode
+        # M-SGC: job -> worker -> (message index, round result, mini-task) of each of its mini-tasks' results
+        self._pieces: dict[int, dict[int, list]] = {}
 
     def __getattr__(self, name: str):
         return getattr(self.scheme, name)
@@ -60,16 +64,30 @@ class RoundCode:
         return np.array([moments[low] if low < len(moments) else np.inf])
 
     def serves(self, worker: int, t: int) -> int:
-        """The job worker's round-t task serves (negative where round t ended without it: LOST)."""
-        return int(self.state.served[worker, t])
+        """The job worker's round-t task serves, its first mini-task's for M-SGC (negative where round t ended
+        without it: LOST)."""
+        return self.state.serves(worker, t)
+
+    def tasks(self, worker: int, t: int) -> tuple[tuple[int, int], ...] | None:
+        """Worker's mini-tasks in round t, (job, message index) each (M-SGC); None: one task, ``serves``'s job."""
+        return self.state.tasks(worker, t)
 
     def collect(self, results: list) -> list | None:
-        """Keep round t's used results by the job each served; the results of the job due at its end (None in
-        the first rounds, which decode no job)."""
+        """Keep round t's used results by the job each served (a multiplexed result split into its mini-tasks'
+        jobs); the results of the job due at its end (None in the first rounds, which decode no job)."""
         for result in results:
-            self.results.setdefault(self.serves(result.job.worker, self.t), []).append(result)
+            tasks = self.tasks(result.job.worker, self.t)
+            if tasks is None:
+                self.results.setdefault(self.serves(result.job.worker, self.t), []).append(result)
+                continue
+            for i, (job, index) in enumerate(tasks):
+                self._pieces.setdefault(job, {}).setdefault(result.job.worker, []).append((index, result, i))
         due = self.state.due(self.t)
-        return None if due is None else self.results.pop(due)
+        if due is None:
+            return None
+        if due in self._pieces:
+            return [_one_job(pieces, self.scheme.messages_per_worker) for pieces in self._pieces.pop(due).values()]
+        return self.results.pop(due)
 
     def stop_times(self, policy, arrivals: np.ndarray) -> np.ndarray:
         """The policy's stop times for rounds of known arrival times (rows: rounds 0, 1, ...), stepped one round
@@ -87,3 +105,16 @@ class RoundCode:
         self.state.end(self.t, self.late(received))
         due = self.state.due(self.t)
         return float("nan") if due is None else float(self.t - due)
+
+
+def _one_job(pieces: list, messages: int):
+    """One worker's mini-task results for one job (from several rounds) as one result: its messages in their
+    places (None for those not received), their uncompressed copies, the partition losses merged."""
+    vectors, exact, losses = [None] * messages, [None] * messages, {}
+    for index, result, i in pieces:
+        vectors[index] = result.messages[i]
+        exact[index] = None if result.exact is None else result.exact[i]
+        losses.update(result.task_losses[i])
+    last = pieces[-1][1]
+    has_exact = all(result.exact is not None for _, result, _ in pieces)
+    return replace(last, messages=vectors, exact=exact if has_exact else None, losses=losses, task_losses=None)

@@ -157,8 +157,9 @@ class SynchronousMaster:
                 served = -1 if self.rounds is None else self.rounds.serves(w, row)
                 if served < 0:  # (a sequential round that ended without it: late work, never used)
                     job = cluster.submit(w, row, row, crash, row)
-                else:  # the job its round's task serves, on that job's weights and mini-batch
-                    job = cluster.submit(w, row, row, crash, served, version=served)
+                else:  # the job its round's task serves, on that job's weights and mini-batch (M-SGC: each task's)
+                    tasks = self.rounds.tasks(w, row)
+                    job = cluster.submit(w, row, row, crash, served, version=served, tasks=tasks)
                 if self.ages is not None:
                     self.sent_in[job] = self.current
                 if not crash:

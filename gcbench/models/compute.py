@@ -11,9 +11,12 @@ import numpy as np
 from gcbench.models.traces import cleaned_trace
 
 
-def compute_times(compute, rng: np.random.Generator, iterations: int, loads: np.ndarray, first: int = 0) -> np.ndarray:
+def compute_times(
+    compute, rng: np.random.Generator, iterations: int, loads: np.ndarray, first: int = 0, share: float = 1.0
+) -> np.ndarray:
     """Seconds each worker computes in iterations first..first+iterations-1 (iterations x workers), before
     straggling; ``first`` only says which rows a trace replays (a distribution's rows are the generator's next).
+    ``loads`` count partitions, each ``share`` of an uncoded one (the scheme's partition_share).
 
     With ``load: scale`` the draws do not depend on the loads, so variants run
     with the same seed see the same workers being slow (common random numbers).
@@ -21,13 +24,15 @@ def compute_times(compute, rng: np.random.Generator, iterations: int, loads: np.
     n = len(loads)
     if compute.trace is not None:
         table = cleaned_trace(compute.trace, n)[0]
-        times = compute.trace.at_loads(table[np.arange(first, first + iterations) % len(table)], loads)
+        times = compute.trace.at_loads(table[np.arange(first, first + iterations) % len(table)], loads * share)
     elif compute.load == "scale":
-        times = _scaled(compute.per_partition.sample(rng, (iterations, n)), loads)
+        times = _scaled(compute.per_partition.sample(rng, (iterations, n)), loads * share)
     else:
         draws = compute.per_partition.sample(rng, (iterations, n, int(loads.max())))
         held = np.arange(draws.shape[2]) < loads[:, None]
         times = (draws * held).sum(axis=2)
+        if share != 1.0:
+            times = times * share
     if compute.speeds is not None:
         times = times / np.asarray(compute.speeds)
     return np.asarray(times, dtype=float)

@@ -114,10 +114,13 @@ class WallClockCluster(RealBackend, Cluster):
 
     # -- jobs -------------------------------------------------------------------------------------
     def submit(
-        self, worker: int, job: int, row: int, crash: bool, batch: int | None = None, version: int | None = None
-    ) -> Job:
+        self, worker: int, job: int, row: int, crash: bool, batch: int | None = None, version: int | None = None,
+        tasks: tuple[tuple[int, int], ...] | None = None,
+    ) -> Job:  # fmt: skip
         if version is not None and not self.computes_earlier_weights:  # (gcbench/real/scenario.py refuses it)
             raise NotImplementedError(f"the {self.name} backend's workers compute on the weights published last only")
+        if tasks is not None:  # (gcbench/real/scenario.py refuses it)
+            raise NotImplementedError(f"the {self.name} backend's workers run one task a job, not mini-tasks")
         handle = Job(worker, job, row, self.now, crash)
         if worker in self._dead:
             return handle  # crashed for good: the job never runs, and nothing waits for it

@@ -23,7 +23,7 @@ from gcbench.scenario.schema import DTYPE_BYTES, Scenario
 
 @dataclass(frozen=True)
 class RunDraws:
-    loads: np.ndarray  # (n,) partitions per worker
+    loads: np.ndarray  # (n,) each worker's compute, in uncoded partitions (its partitions times partition_share)
     straggling: np.ndarray  # (iterations, n) bool: slowed by the straggling model
     injected: np.ndarray  # (iterations, n) seconds added to the compute: straggling's penalty plus the overhead
     busy: np.ndarray  # (iterations, n) seconds from starting a job to its message being ready
@@ -43,7 +43,8 @@ class DrawBlocks:
         self.compute, self.straggling, self.failures, self.overhead, self.warmup, *timing = streams
         self.dispatch, self.master, self.fixed, self.shared = timing
         self.timings = _Timings(scenario, self.dispatch, self.master)
-        self.loads = np.array([scheme.step_load(w) for w in range(scenario.workers)], dtype=float)
+        self.loads = np.array([scheme.step_load(w) for w in range(scenario.workers)], dtype=float)  # partitions
+        self.share = scheme.partition_share
         held = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)], dtype=float)
         self.warmup_loads = held - self.loads if scheme.pipelined else None  # what step 0 computes besides
         self.mask: np.ndarray | None = None  # the last row drawn: where a Markov chain carries on from
@@ -56,14 +57,14 @@ class DrawBlocks:
             work = work.copy()
             work[0] += self._warmup_times()
         mask = scenario.straggling.draw(self.straggling, rows, scenario.workers, self.mask)
-        injected = scenario.straggling.penalty(work, self.loads, mask)
+        injected = scenario.straggling.penalty(work, self.loads * self.share, mask)
         if scenario.compute.overhead is not None:  # without one, no second (rows, n) array
             injected = injected + overhead
         busy = work + injected
         crash = scenario.failures.crashes(self.failures, busy)
         dispatch, between = self.timings.rows(first, rows)
         self.drawn, self.mask = first + rows, mask[-1] if rows else self.mask
-        return RunDraws(self.loads, mask, injected, busy, crash, overhead, dispatch, between)
+        return RunDraws(self.loads * self.share, mask, injected, busy, crash, overhead, dispatch, between)
 
     def _warmup_times(self) -> np.ndarray:
         """A pipelined scheme's step 0 fills each worker's cache: the other held partitions' compute times, from
@@ -80,11 +81,13 @@ class DrawBlocks:
         (the first time) and sliced, since a mixture's samples depend on how many it draws together."""
         compute, n = self.scenario.compute, self.scenario.workers
         if blockwise(compute):
-            work = self._with_fixed(compute_times(compute, self.compute, rows, self.loads, first), rows)
+            work = self._with_fixed(compute_times(compute, self.compute, rows, self.loads, first, self.share), rows)
             return work, overhead_times(compute, self.overhead, rows, n)
         if self.whole is None:
             iterations = self.scenario.iterations
-            work = self._with_fixed(compute_times(compute, self.compute, iterations, self.loads), iterations)
+            work = self._with_fixed(
+                compute_times(compute, self.compute, iterations, self.loads, share=self.share), iterations
+            )
             self.whole = work, overhead_times(compute, self.overhead, iterations, n)
         return self.whole[0][first : first + rows], self.whole[1][first : first + rows]
 

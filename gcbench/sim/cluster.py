@@ -187,8 +187,9 @@ class SimPyCluster(Cluster):
         """Simulated workers compute no gradient values; timing needs no model."""
 
     def submit(
-        self, worker: int, job: int, row: int, crash: bool, batch: int | None = None, version: int | None = None
-    ) -> Job:
+        self, worker: int, job: int, row: int, crash: bool, batch: int | None = None, version: int | None = None,
+        tasks: tuple[tuple[int, int], ...] | None = None,
+    ) -> Job:  # fmt: skip
         env = self.env
         now = env.now
         sent = now if self.dispatch is None else now + self.dispatch[row][worker]

@@ -52,6 +52,11 @@ def event_only(scenario: Scenario, variant: Variant) -> str | None:
             f"keeps no worker caches, and variant '{label}' uses {variant.scheme}, whose staleness is the age of the "
             f"cached partition gradients each decode uses; {AUTO}"
         )
+    if sends_several(scheme) and not scheme.streams_messages:
+        return (
+            f"takes one message per worker a round, and variant '{label}''s workers send {scheme.messages_per_worker} "
+            f"each ({variant.scheme}'s mini-tasks); {AUTO}"
+        )
     if sends_several(scheme):
         return (
             f"sends each worker's messages together, and variant '{label}''s workers send several messages each, "

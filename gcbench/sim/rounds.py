@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gcbench.coding.sequential import IDLE, LOST, SelectiveRepeatRounds, bursty_fit, sr_sgc_parameters, tolerated
+from gcbench.coding.multiplexed import MultiplexedRounds
+from gcbench.coding.sequential import SelectiveRepeatRounds, sr_sgc_parameters, tolerated
 
 
 @dataclass(frozen=True)
@@ -148,41 +149,24 @@ class Multiplexed:
         return (lam + 1) * (W - 1 + B) / (n * (B + (W - 1) * (lam + 1)))
 
     def replay(self, delays: np.ndarray, jobs: int, mu: float) -> Replay:
-        n, rounds, d1 = delays.shape[0], jobs + self.delay, self.W - 1
-        # work[w, m, r]: what worker w's mini-task m of round r was (0: D1, g + 1: D2 group g, LOST, IDLE)
-        work = np.full((n, self.slots, rounds), IDLE)
+        n, rounds = delays.shape[0], jobs + self.delay
+        state = MultiplexedRounds(n, self.B, self.W, self.lam, rounds)
         durations, waits = np.zeros(rounds), 0
         for r in range(rounds):
-            for m in range(min(self.slots, r + 1)):
-                if m < d1:
-                    work[:, m, r] = 0
-                else:
-                    whole = (self._diagonal(work, r - m) == 0).sum(axis=1) >= d1
-                    work[:, m, r] = np.where(whole, m - d1 + 1, 0)
+            state.begin(r)
             wait, late = round_end(delays[:, r], mu)
-            fits = bursty_fit(work[:, 0, :] == LOST, r, late, self.B, self.W, self.lam, np.ones(rounds, bool))
+            fits = state.fits(r, late)
             if fits:
-                work[late, :, r] = LOST
+                state.end(r, late)
             waits += not fits
             durations[r] = _finish(delays[:, r], wait, fits)
-        return Replay(durations, waits, work)
-
-    def _diagonal(self, work: np.ndarray, job: int) -> np.ndarray:
-        """(workers x slots): worker w's mini-task m for ``job``, run in round job + m (IDLE past the last)."""
-        rounds = work.shape[2]
-        out = np.full(work.shape[:2], IDLE)
-        for m in range(self.slots):
-            if 0 <= job + m < rounds:
-                out[:, m] = work[:, m, job + m]
-        return out
+        return Replay(durations, waits, state.work)
 
     def decodable(self, work: np.ndarray, job: int) -> bool:
         """Job ``job`` decodes from the mini-task results ``work`` (workers x slots x rounds) holds for it."""
-        n, seen = work.shape[0], self._diagonal(work, job)
-        if ((seen == 0).sum(axis=1) < self.W - 1).any():
-            return False
-        groups = (seen.ravel()[:, None] == np.arange(1, self.B + 1)).sum(axis=0)
-        return bool((groups >= n - self.lam).all())
+        state = MultiplexedRounds(work.shape[0], self.B, self.W, self.lam, 0)
+        state.work = work
+        return state.decodes(job)
 
 
 class TandonGradientCode(GradientCode):

@@ -63,6 +63,7 @@ class TrainingCluster(SimPyCluster):
         self.version = -1  # of the weights published last
         self.published: dict[int, np.ndarray] = {}  # version -> weights, while a job may still compute on them
         self.work: dict[Job, tuple[int, int]] = {}  # job -> (weights version, mini-batch)
+        self.tasks: dict[Job, tuple[tuple[int, int], ...]] = {}  # a multiplexed job -> its (job, message index) each
         self.gradients: dict[tuple[int, int, int], tuple] = {}  # (version, batch, partition) -> (gradient, loss)
         self.computed = 0  # partition gradients computed (the cache's hits are not)
         self.shards = None
@@ -94,11 +95,14 @@ class TrainingCluster(SimPyCluster):
         self._forget()
 
     def submit(
-        self, worker: int, job: int, row: int, crash: bool, batch: int | None = None, version: int | None = None
-    ) -> Job:
+        self, worker: int, job: int, row: int, crash: bool, batch: int | None = None, version: int | None = None,
+        tasks: tuple[tuple[int, int], ...] | None = None,
+    ) -> Job:  # fmt: skip
         handle = super().submit(worker, job, row, crash, batch)
         if handle in self.jobs and self.shards is not None and self.version >= 0:  # it will deliver a result
             self.work[handle] = (self.version if version is None else version, row if batch is None else batch)
+            if tasks is not None:
+                self.tasks[handle] = tasks
         return handle
 
     def next_event(self, until: float):
@@ -122,6 +126,8 @@ class TrainingCluster(SimPyCluster):
         """What the Ray worker computes: each partition's gradient and loss, then the scheme's messages."""
         if self.caches is not None:
             return self._compute_pipelined(result, version, batch)
+        if result.job in self.tasks:
+            return self._compute_tasks(result, self.tasks.pop(result.job))
         worker, gradients, losses = result.job.worker, {}, {}
         for j in self.scheme.partitions(worker):
             gradients[j], losses[j] = self._gradient(version, batch, j)
@@ -146,6 +152,20 @@ class TrainingCluster(SimPyCluster):
         sender = self.senders[result.job.worker]
         result.messages = [sender.compress(i, message, batch) for i, message in zip(indices, messages, strict=True)]
         result.exact = messages
+
+    def _compute_tasks(self, result: Result, tasks: tuple[tuple[int, int], ...]) -> None:
+        """A multiplexed job: each mini-task's message, on its job's weights and mini-batch (M-SGC)."""
+        worker, vectors, exact, result.task_losses = result.job.worker, [], [], []
+        for job, index in tasks:
+            gradients, losses = {}, {}
+            for j in self.scheme.message_partitions(worker, index):
+                gradients[j], losses[j] = self._gradient(job, job, j)
+            message = self.scheme.encode_message(worker, index, {j: g.numpy() for j, g in gradients.items()})
+            self._send(result, [index], [message], job)
+            vectors += result.messages
+            exact += result.exact or [None]
+            result.task_losses.append(losses)
+        result.messages, result.exact = vectors, exact if self.senders is not None else None
 
     def _compute_pipelined(self, result: Result, version: int, batch: int) -> None:
         """The step's partition (every held one the cache lacks) on the job's weights, then encode from the cache."""
@@ -178,6 +198,7 @@ class TrainingCluster(SimPyCluster):
         """Drop the weights and cached gradients of versions no job can compute on any more."""
         queued = {event.job for event in self.events if type(event) is Result}
         self.work = {job: vb for job, vb in self.work.items() if job in self.jobs or job in queued}
+        self.tasks = {job: tasks for job, tasks in self.tasks.items() if job in self.work}
         live = {version for version, _ in self.work.values()} | set(range(self.version - self.keep, self.version + 1))
         self.published = {v: w for v, w in self.published.items() if v in live}
         self.gradients = {key: g for key, g in self.gradients.items() if key[0] in live}
@@ -185,6 +206,7 @@ class TrainingCluster(SimPyCluster):
     def shutdown(self, interrupted: bool = False) -> None:
         super().shutdown(interrupted)
         self.work.clear()
+        self.tasks.clear()
         self.gradients.clear()
         for cache in self.caches or ():
             cache.clear()
