@@ -1,14 +1,14 @@
 """Sequential gradient coding trained in the simulator on a serverless delay profile: the time to a target accuracy
-of no coding, gradient coding (the repository's fewer-than-s rule and Tandon's) and SR-SGC, delayed gradients
-included, each at the parameters the authors' search picks on the same delays.
+of no coding, gradient coding (the repository's fewer-than-s rule and Tandon's), SR-SGC and M-SGC, delayed
+gradients included, each at the parameters the authors' search picks on the same delays.
 
 The cluster is the first ``--workers`` workers of the repository's ``sam-gc-cnn_profile_est_desktop_long``
 profile (AWS Lambda, 30 rounds, replayed in a loop) under its load model (the base-load profile plus the design's
 load times base_comp.pkl's slope), with the authors' round rule (``relative_deadline``, mu). For each design the
 search (gcbench/sim/rounds.py, every admissible parameter) picks the fastest over ``--jobs`` jobs; then one
 scenario trains them all in the simulator (softmax on synthetic data, as scenarios/trained_sweep.yaml) and
-`gcbench simulate` reports the simulated seconds to the target accuracy. M-SGC is left out: gcbench does not run
-it as a scheme yet (docs/coding.md).
+`gcbench simulate` reports the simulated seconds to the target accuracy. Every design trains on the same
+mini-batches: the batch is the least common multiple of 8n and M-SGC's k = n((W - 1)(lambda + 1) + B) partitions.
 
     python benchmarks/sgc_training.py [--repository DIR] [--region Canada] [--workers 32] [--mu 1.0]
                                       [--code cyclic_mds] [--iterations 300] [--target 0.9] [--out DIR]
@@ -20,6 +20,7 @@ keeps the fastest parameters gcbench builds; ``--workers 256 --code fr`` runs th
 from __future__ import annotations
 
 import argparse
+import math
 import subprocess
 import sys
 import tempfile
@@ -65,7 +66,7 @@ def main() -> None:
         "--code",
         default="cyclic_mds",
         choices=("cyclic_mds", "fr", "cr"),
-        help="the gradient code of GC and of SR-SGC's jobs (fr: always well conditioned, (s+1) | n)",
+        help="the gradient code of GC, of SR-SGC's jobs and of M-SGC's groups (fr: always well conditioned, (s+1) | n)",
     )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
@@ -87,7 +88,12 @@ def main() -> None:
                                   lambda p: buildable(code, n, p[0]))  # fmt: skip
     sr, sr_runtime = best("sr_sgc", delays, args.jobs, mu, base_compute,
                           lambda p: p[2] < n and buildable(code, n, tolerated(*p)))  # fmt: skip
+    m, m_runtime = best("m_sgc", delays, args.jobs, mu, base_compute,
+                        lambda p: p[2] < n and buildable("m_sgc", n, p[2], burst=p[0], window=p[1], lam=p[2],
+                                                         code=code))  # fmt: skip
     B, W, lam = sr
+    mB, mW, mlam = m
+    batch = math.lcm(8 * n, n * ((mW - 1) * (mlam + 1) + mB))
     rule = {"name": "relative_deadline", "mu": mu}
     variants = [
         {"label": "no coding", "scheme": "uncoded", "policy": "wait_all"},
@@ -96,6 +102,8 @@ def main() -> None:
         {"label": f"GC s={tandon[0]} (Tandon)", "scheme": code, "s": tandon[0], "policy": rule},
         {"label": f"SR-SGC B={B} W={W} lam={lam}", "scheme": "sr_sgc", "s": tolerated(B, W, lam), "burst": B,
          "window": W, "lam": lam, "code": code, "policy": rule},
+        {"label": f"M-SGC B={mB} W={mW} lam={mlam}", "scheme": "m_sgc", "s": mlam, "burst": mB, "window": mW,
+         "lam": mlam, "code": code, "policy": rule},
     ]  # fmt: skip
     scenario = {
         "name": "sgc_training", "workers": n, "iterations": args.iterations, "seeds": [0], "stale_work": "abandon",
@@ -104,7 +112,7 @@ def main() -> None:
                               "base_compute": {"path": str(folder / "base_comp.pkl"), "region": args.region}}},
         "network": {"latency": 0.0, "bandwidth": None},
         "variants": variants,
-        "training": {"in_simulator": True, "dataset": "synthetic", "model": "softmax", "batch_size": 8 * n,
+        "training": {"in_simulator": True, "dataset": "synthetic", "model": "softmax", "batch_size": batch,
                      "learning_rate": 0.00003, "eval_every": 5, "target_accuracy": args.target},
     }  # fmt: skip
     out = args.out or Path(tempfile.mkdtemp(prefix="sgc_training-"))
@@ -113,7 +121,8 @@ def main() -> None:
     path.write_text(yaml.safe_dump(scenario, sort_keys=False))
     print(f"{profile.name}: the first {n} workers, mu = {mu}; search over {args.jobs} jobs (runtimes under the "
           f"repository's rules): GC {gc_runtime:.3f} s at s={gc[0]}, Tandon GC {tandon_runtime:.3f} s at "
-          f"s={tandon[0]}, SR-SGC {sr_runtime:.3f} s at {sr}")  # fmt: skip
+          f"s={tandon[0]}, SR-SGC {sr_runtime:.3f} s at {sr}, M-SGC {m_runtime:.3f} s at {m}; "
+          f"batch {batch}")  # fmt: skip
     command = [sys.executable, "-m", "gcbench", "simulate", str(path), "--out", str(out / "run"), "--force"]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     summary = pd.read_csv(out / "run" / "summary.csv")

@@ -206,3 +206,17 @@ def test_sequential_candidates_are_every_admissible_burst_window_and_lambda_rank
     for kept, others in basis["merged"].items():  # equal times, but a later update is another candidate
         delay = dict(zip(table["candidate"], table["reason"], strict=True))[kept].count("2 rounds late")
         assert all(("burst=2" in other) == bool(delay) for other in others), (kept, others)
+
+
+def test_m_sgc_candidates_are_its_admissible_burst_window_and_lambda_at_their_share_of_the_compute(tmp_path):
+    """m_sgc at every B < W <= 5, B <= 2 and lambda <= max_s (its s is lambda), its delay W - 2 + B; its load in
+    uncoded partitions is (W - 1 + B)(lambda + 1) of k = n((W - 1)(lambda + 1) + B), times n."""
+    extra = "straggling: {model: markov, enter: 0.05, leave: 0.3, slowdown: 6}\n"
+    scenario = scenario_of(cluster(tmp_path, workers=5, extra=extra))
+    candidates = enumerate_candidates(scenario, schemes=["m_sgc"], max_s=2, policies=["decodable"])
+    params = {tuple(c.variant.scheme_params()[k] for k in ("burst", "window", "lam")): c for c in candidates}
+    assert set(params) == {(B, W, lam) for lam in (1, 2) for W in range(2, 6) for B in (1, 2) if B < W}
+    for (B, W, lam), candidate in params.items():
+        assert candidate.kind == "stale" and candidate.delay == W - 2 + B and candidate.variant.s == lam
+        share = (W - 1 + B) * (lam + 1) / ((W - 1) * (lam + 1) + B)
+        assert candidate.load == pytest.approx(share)

@@ -173,8 +173,8 @@ def print_summary(summary: pd.DataFrame, sweep_columns: list[str], console: Cons
                 "and staleness is how many updates old the used results were on average; "
                 "their speedup over synchronous iterations is not comparable (n/a). "
                 "Pipelined schemes: staleness is the mean age, in steps, of the oldest cached partition gradient "
-                "a decode used. Sequential schemes (sr_sgc): staleness is the rounds between a job's dispatch and "
-                "its decode (B); an iteration is a round."
+                "a decode used. Sequential schemes (sr_sgc, m_sgc): staleness is the rounds between a job's "
+                "dispatch and its decode (sr_sgc's B, m_sgc's W - 2 + B); an iteration is a round."
             )
 
 

@@ -147,6 +147,16 @@ class MultiplexedSGC(Scheme):
                 for B in (1, 2) for W in (B + 1, B + 2) for lam in range(1, n)]  # fmt: skip
 
     @classmethod
+    def search_space(cls, n: int, max_burst: int, max_window: int):
+        """The (B, W, lambda) a parameter search tries (the paper's: B < W, bounded; lambda < n)."""
+        return (
+            (B, W, lam)
+            for lam in range(1, n)
+            for W in range(2, max_window + 1)
+            for B in range(1, min(W, max_burst + 1))
+        )
+
+    @classmethod
     def derived_s(cls, params) -> int | None:
         """s = lambda, the stragglers each D2 group tolerates: a variant that leaves s out gets it."""
         lam = {**cls.defaults, **{key: value for key, value in params.items() if value is not None}}["lam"]

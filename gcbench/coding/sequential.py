@@ -156,6 +156,11 @@ class SelectiveRepeatSGC(Scheme):
         return found
 
     @classmethod
+    def search_space(cls, n: int, max_burst: int, max_window: int):
+        """The (B, W, lambda) a parameter search tries (the paper's, bounded; lambda < n)."""
+        return ((B, W, lam) for B, W, lam in sr_sgc_parameters(n, max_burst, max_window) if lam < n)
+
+    @classmethod
     def derived_s(cls, params) -> int | None:
         """s' = ceil(B lambda / (W - 1 + B)): a variant that leaves s out gets it."""
         given = {**cls.defaults, **{key: value for key, value in params.items() if value is not None}}

@@ -7,9 +7,10 @@ applies to a scenario's workers, each a variant the scenario's checks accept.
   parameter ``d``, set to s + 1 so an approximate code computes what an exact one at s does;
 - with training in the simulator, also ``k_async`` at those k (its updates are not iterations, so only a time to
   accuracy ranks it);
-- a sequential scheme (``sr_sgc``), where ``schemes`` names it, at every admissible (B, W, lambda) with
-  B <= max_burst, W <= max_window (default ``MAX_BURST``, ``MAX_WINDOW``) and its s' = ceil(B lambda /
-  (W - 1 + B)) at most max_s (the paper's search, on the scenario's own cluster).
+- a sequential scheme (``sr_sgc``, ``m_sgc``), where ``schemes`` names it, at every admissible (B, W, lambda)
+  with B <= max_burst, W <= max_window (default ``MAX_BURST``, ``MAX_WINDOW``) and its s (sr_sgc's s' =
+  ceil(B lambda / (W - 1 + B)), m_sgc's lambda) at most max_s (the paper's search, on the scenario's own
+  cluster).
 
 A scheme whose constraints exclude a combination (``fr`` needs (s + 1) | n, ``bcc`` b(s + 1) <= n, ...) is left
 out of it, as is one the scenario's checks refuse.
@@ -20,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gcbench.coding import available_schemes, scheme_class
-from gcbench.coding.sequential import sr_sgc_parameters, tolerated
 from gcbench.errors import GcbenchError
 from gcbench.policies import POLICIES, Decodable, WaitAll
 from gcbench.scenario.build import scheme_for
@@ -110,9 +110,10 @@ def _variants(name: str, n: int, top: int, policies: list[str], bounds: tuple[in
         return out
     if "decodable" not in policies:
         return out
-    if scheme_class(name).sequential:
-        return [_sequential(name, burst, window, lam) for burst, window, lam in sr_sgc_parameters(n, *bounds)
-                if lam < n and tolerated(burst, window, lam) <= top]  # fmt: skip
+    cls = scheme_class(name)
+    if cls.sequential:
+        found = (_sequential(cls, burst, window, lam) for burst, window, lam in cls.search_space(n, *bounds))
+        return [variant for variant in found if variant.s <= top]
     defaults = scheme_class(name).defaults
     for s in range(1, top + 1):
         params = {"d": s + 1} if "d" in defaults else {}
@@ -121,10 +122,10 @@ def _variants(name: str, n: int, top: int, policies: list[str], bounds: tuple[in
     return out
 
 
-def _sequential(name: str, burst: int, window: int, lam: int) -> Variant:
-    s = tolerated(burst, window, lam)
-    label = f"{name}(s={s},burst={burst},window={window},lam={lam})"
-    return Variant(label=label, scheme=name, s=s, burst=burst, window=window, lam=lam)
+def _sequential(cls, burst: int, window: int, lam: int) -> Variant:
+    s = cls.derived_s({"burst": burst, "window": window, "lam": lam})
+    label = f"{cls.name}(s={s},burst={burst},window={window},lam={lam})"
+    return Variant(label=label, scheme=cls.name, s=s, burst=burst, window=window, lam=lam)
 
 
 def _candidate(scenario: Scenario, variant: Variant) -> Candidate | None:
@@ -136,7 +137,7 @@ def _candidate(scenario: Scenario, variant: Variant) -> Candidate | None:
         return None
     policy = variant.policy  # decodable and wait_all, waiting on, never stop before the messages decode
     exact = scheme.exact and isinstance(policy, Decodable | WaitAll) and policy.fallback == "wait"
-    load = max(scheme.step_load(w) for w in range(scenario.workers))
+    load = max(scheme.step_load(w) for w in range(scenario.workers)) * scheme.partition_share
     m = int(getattr(scheme, "m", 1) or 1)
     return Candidate(single.variants[0], exact, float(load), m, scheme.pipelined, scheme.delay)
 

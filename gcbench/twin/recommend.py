@@ -205,7 +205,7 @@ def _reason(candidate: Candidate, row: dict, n: int, chronic: dict[int, float]) 
         return (
             f"tolerates up to {p['lam']} distinct straggler{'s' if p['lam'] != 1 else ''} in any {p['window']} rounds "
             f"(bursts of {p['burst']}); "
-            f"pays {candidate.load:g}x the compute of uncoded; each job's exact gradient applied {candidate.delay} "
+            f"pays {candidate.load:.3g}x the compute of uncoded; each job's exact gradient applied {candidate.delay} "
             f"round{'s' if candidate.delay > 1 else ''} late"
         )
     parts = []
@@ -217,12 +217,12 @@ def _reason(candidate: Candidate, row: dict, n: int, chronic: dict[int, float]) 
     if candidate.pipelined:
         steps = "1 step" if s == 1 else f"{s} steps"
         parts.append(
-            f"computes {candidate.load:g} partition a step and decodes from cached gradients up to {steps} old"
+            f"computes {candidate.load:.3g} partition a step and decodes from cached gradients up to {steps} old"
         )
     elif candidate.exact:
-        parts.append(f"pays {candidate.load:g}x the compute of uncoded for it")
+        parts.append(f"pays {candidate.load:.3g}x the compute of uncoded for it")
     else:
-        parts.append(f"computes {candidate.load:g}x and decodes approximately (exact in {row['exact_share']:.0%})")
+        parts.append(f"computes {candidate.load:.3g}x and decodes approximately (exact in {row['exact_share']:.0%})")
     if candidate.m > 1:
         parts.append(f"uploads 1/{candidate.m} of a gradient per message")
     return "; ".join(parts)
