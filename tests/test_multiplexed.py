@@ -8,14 +8,11 @@ simulator, the delayed updates do not depend on who straggled; what the scheme c
 
 from __future__ import annotations
 
-import copy
-import itertools
-
 import numpy as np
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
-from test_sequential import bursty_delays, simulate
+from test_sequential import bursty_delays, simulate, walk_patterns
 from typer.testing import CliRunner
 
 from gcbench.cli import app
@@ -64,13 +61,6 @@ def test_the_master_ends_rounds_where_the_authors_code_does(tmp_path, burst, win
     assert table["exact"].all()
 
 
-def fitting_patterns(state: MultiplexedRounds, r: int, n: int):
-    for bits in itertools.product([False, True], repeat=n):
-        late = np.array(bits)
-        if state.fits(r, late):
-            yield late
-
-
 def received_for(scheme, state: MultiplexedRounds, job: int) -> list[int]:
     """The message ids of ``job``'s mini-task results the rounds received (a redo is the chunk it redid)."""
     ids = []
@@ -104,20 +94,8 @@ def test_every_pattern_the_model_admits_decodes_every_job_exhaustively_at_n_4(bu
     n, depth = 4, 5
     scheme = m_sgc(n, burst, window, lam)
     redone = []
-
-    def walk(state: MultiplexedRounds, r: int) -> int:
-        if r == depth:
-            return 1
-        state.begin(r)
-        redone.append(bool((state.redo[:, :, r] >= 0).any()))
-        paths = 0
-        for late in list(fitting_patterns(state, r, n)):
-            child = copy.deepcopy(state)
-            check_round(scheme, child, r, late)
-            paths += walk(child, r + 1)
-        return paths
-
-    assert walk(scheme.rounds(depth), 0) > 20
+    began = lambda state, r: redone.append(bool((state.redo[:, :, r] >= 0).any()))  # noqa: E731
+    assert walk_patterns(scheme, scheme.rounds(depth), 0, depth, check_round, began) > 20
     assert any(redone)  # some paths redo lost D1 chunks in D2 slots
 
 
@@ -226,16 +204,6 @@ def test_the_fast_path_is_refused_in_one_sentence_and_auto_avoids_it(tmp_path):
     scenario.write_text(body)
     result = runner.invoke(app, ["simulate", str(scenario), "--out", str(tmp_path / "run2")])
     assert result.exit_code == 0 and "engine: event" in result.output, result.output
-
-
-def test_a_real_run_of_m_sgc_is_refused_in_one_sentence(tmp_path):
-    scenario = tmp_path / "m.yaml"
-    scenario.write_text(
-        "name: m\nworkers: 4\niterations: 5\ncompute: {per_partition: {distribution: deterministic, value: 0.1}}\n"
-        f"training: {{dataset: synthetic, batch_size: 48}}\nvariants:\n{MS.replace('POLICY', '')}"
-    )
-    result = runner.invoke(app, ["run", str(scenario), "--real", "--backend", "ray", "--out", str(tmp_path / "r")])
-    assert result.exit_code == 2 and "runs in the simulator only" in result.output, result.output
 
 
 def test_the_variant_gets_s_from_lambda_when_it_leaves_it_out():

@@ -1,7 +1,7 @@
-"""sr_sgc on Ray: job t's gradient, decoded at the end of round t + B from results of rounds t and t + B, is
-the gradient of mini-batch t on the weights of round t, a repeated task's included (each job is sent the weights
-it computes on); the torch backend, whose workers compute on the latest weights only, refuses it in one
-sentence."""
+"""sr_sgc and m_sgc on Ray: job t's gradient, decoded at the end of round t + B from results of rounds t and t + B
+(M-SGC: from its mini-tasks of rounds t to t + W - 2 + B), is the gradient of mini-batch t on the weights of round
+t, a repeated task's (a redone chunk's) included: each job or mini-task is sent the weights it computes on. The
+torch backend, whose workers compute on the latest weights only, refuses both in one sentence."""
 
 from __future__ import annotations
 
@@ -43,6 +43,38 @@ def test_each_update_is_its_jobs_gradient_on_its_jobs_weights_repeats_included()
         run.shutdown()
 
 
+def test_each_m_sgc_update_is_its_jobs_gradient_on_its_jobs_weights_redone_chunks_included():
+    """B = 1, W = 3, lambda = 1 (k = 20, T = 2): worker 0 straggles in round 1 and loses job 0's chunk 1 (and job
+    1's chunk 0); in round 2 its D2 slot redoes job 0's chunk 1 on round 0's weights, and job 0 decodes at round
+    2's end from every chunk and 3 of group 0's 4 results."""
+    variant = {
+        "scheme": "m_sgc",
+        "burst": 1,
+        "window": 3,
+        "lam": 1,
+        "policy": {"name": "relative_deadline", "mu": 20.0},
+    }
+    sc = scenario(variant, straggling=STRAGGLING, iterations=5, training={"batch_size": 40})
+    run = make_run(sc, straggling=[(1, 0)])
+    try:
+        weights = []
+        for t in range(5):
+            weights.append(current_weights(run))
+            for _ in run.master.steps(t, t + 1):
+                pass
+        rec = run.rec
+        assert rec.used[1].tolist() == [False, True, True, True]  # round 1 ended without its straggler
+        assert run.master.rounds.tasks(0, 2) == ((2, 0), (1, 1), (0, 1))  # the redo of job 0's chunk 1
+        assert run.master.rounds.tasks(1, 2) == ((2, 0), (1, 1), (0, 2))  # group 0's task
+        assert np.isnan(rec.loss[:2]).all() and (rec.staleness[2:] == 2).all()
+        assert len(run.gradients) == 3
+        for t, gradient in zip(range(2, 5), run.gradients, strict=True):
+            expected = reference_gradient(run, weights[t - 2], t - 2)  # job t - 2, on round t - 2's weights
+            assert relative_error(gradient, expected) < 1e-5, t
+    finally:
+        run.shutdown()
+
+
 def test_the_torch_backend_refuses_sr_sgc_in_one_sentence(tmp_path):
     from typer.testing import CliRunner
 
@@ -56,3 +88,6 @@ def test_the_torch_backend_refuses_sr_sgc_in_one_sentence(tmp_path):
     )
     result = CliRunner().invoke(app, ["run", str(path), "--backend", "torch", "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "only --backend ray sends its workers" in result.output, result.output
+    path.write_text(path.read_text().replace("{scheme: sr_sgc, s: 1,", "{scheme: m_sgc,"))
+    result = CliRunner().invoke(app, ["run", str(path), "--backend", "torch", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "computes tasks of earlier jobs" in result.output, result.output

@@ -97,7 +97,7 @@ def test_wait_all_waits_for_every_worker_and_decodable_ends_rounds_sooner_on_sho
     np.testing.assert_allclose(waited, delays.max(axis=0), rtol=1e-12)  # wait_all: every worker, every round
 
 
-def fitting_patterns(state: SelectiveRepeatRounds, r: int, n: int):
+def fitting_patterns(state, r: int, n: int):
     for bits in itertools.product([False, True], repeat=n):
         late = np.array(bits)
         if state.fits(r, late):
@@ -129,18 +129,22 @@ def test_every_pattern_the_model_admits_decodes_every_job_exhaustively_at_n_4(bu
     n, depth = 4, 4
     scheme = sr_sgc(n, burst, window, lam)
 
-    def walk(state: SelectiveRepeatRounds, r: int) -> int:
-        if r == depth:
-            return 1
-        state.begin(r)
-        paths = 0
-        for late in list(fitting_patterns(state, r, n)):
-            child = copy.deepcopy(state)
-            check_round(scheme, child, r, late)
-            paths += walk(child, r + 1)
-        return paths
+    assert walk_patterns(scheme, scheme.rounds(depth), 0, depth, check_round) > 20
 
-    assert walk(scheme.rounds(depth), 0) > 20
+
+def walk_patterns(scheme, state, r: int, depth: int, check, began=lambda state, r: None) -> int:
+    """Every path of straggler patterns the model admits from round r to ``depth``, each round checked (``check``)
+    on a copy of the bookkeeping; ``began`` sees each round's tasks. The number of paths."""
+    if r == depth:
+        return 1
+    state.begin(r)
+    began(state, r)
+    paths = 0
+    for late in list(fitting_patterns(state, r, scheme.n)):
+        child = copy.deepcopy(state)
+        check(scheme, child, r, late)
+        paths += walk_patterns(scheme, child, r + 1, depth, check, began)
+    return paths
 
 
 @given(data=st.data(), n=st.integers(5, 10), params=st.sampled_from([(1, 2, 2), (2, 3, 3), (1, 3, 4), (2, 5, 4)]))

@@ -70,8 +70,6 @@ class Scheme(abc.ABC):
     # a worker that sends several messages sends each as soon as its partitions are computed; False: all of them
     # together when its job ends (M-SGC's mini-tasks make one round's result, as in the authors' model)
     streams_messages: ClassVar[bool] = True
-    # why no real backend runs the scheme (None: they all may), the end of a sentence naming it
-    simulator_only: ClassVar[str | None] = None
     # what the conformance suite's exhaustive checks cost (tests/test_scheme_conformance.py): True when checking
     # every straggler set at n <= 10 takes seconds, or every responder set at n <= 7 takes minutes; such a check
     # then runs only in the slow lane (pytest -m slow), and Hypothesis still samples the scheme in the everyday one

@@ -138,7 +138,6 @@ class MultiplexedSGC(Scheme):
     defaults = {"burst": 1, "window": 2, "lam": 1, "code": "cyclic_mds"}
     sequential = True
     streams_messages = False  # a round's mini-tasks come back together, as in the authors' model
-    simulator_only = "its workers run W - 1 + B mini-tasks a round, each on its own job's weights and mini-batch"
     CODES = ("cyclic_mds", "cr", "fr")  # exact codes whose workers hold lambda + 1 partitions and send one message
 
     @classmethod

@@ -105,6 +105,39 @@ class GradientWorker(JobWorker):
             return self.reply(start, time.time(), True, injected=time.time() - computed, **extra)
         return self.reply(start, time.time(), False, messages=messages, losses=losses, injected=delay, **extra)
 
+    def compute_tasks(
+        self, job: int, straggling: bool, crash: bool, overhead: float, tasks: tuple, *weights: np.ndarray
+    ) -> dict[str, Any]:
+        """A multiplexed job (M-SGC): each mini-task, (job, index among this worker's messages), computes that
+        message on its job's ``weights`` (in the tasks' order) and mini-batch. One reply: the messages in the
+        tasks' order, and each mini-task's partition losses (``task_losses``)."""
+        if (reply := self.begin(job, crash)) is not None:
+            return reply
+        with self.lock:
+            return self._compute_tasks(job, straggling, overhead, tasks, weights)
+
+    def _compute_tasks(self, job: int, straggling: bool, overhead: float, tasks: tuple, weights: tuple) -> dict:
+        start, extra = time.time(), {}
+        vectors, task_losses, computed_partitions = [], [], 0
+        for (task_job, index), task_weights in zip(tasks, weights, strict=True):
+            self._load_weights(task_weights)
+            grads, losses = {}, {}
+            for j in self.scheme.message_partitions(self.worker, index):
+                if job in self.abandoned:
+                    return self.reply(start, time.time(), True, injected=0.0)
+                grads[j], losses[j] = shard_gradient(self.model, self.shards[j], self.sampler, task_job, j, self.device)
+            vector = self.scheme.encode_message(self.worker, index, {j: g.cpu().numpy() for j, g in grads.items()})
+            vectors.append(self._compressed(task_job, {index: vector}, extra)[index])
+            task_losses.append(losses)
+            computed_partitions += len(grads)
+        computed = time.time()
+        load = np.array([computed_partitions * self.scheme.partition_share])  # (in uncoded partitions)
+        penalty = self.straggling.penalty(np.array([computed - start]), load, np.array([straggling]))
+        delay = float(penalty[0]) + overhead
+        if self.sleep(job, computed + delay):
+            return self.reply(start, time.time(), True, injected=time.time() - computed, **extra)
+        return self.reply(start, time.time(), False, messages=vectors, task_losses=task_losses, injected=delay, **extra)
+
     def _due(self, step: int, extra: dict[str, Any]) -> list[int]:
         """A pipelined step's partitions; a cache lost with a restarted process is refilled, and said so."""
         missing = self.cache.missing()

@@ -91,25 +91,18 @@ def refuse_pipelined_without_caches(scenario: Scenario, backend: str) -> None:
 
 
 def refuse_sequential_without_earlier_weights(scenario: Scenario, backend: str) -> None:
-    """A sequential scheme repeats the task of the job B rounds back on that job's weights, which a backend's
-    jobs can compute on only where it declares so (``computes_earlier_weights``); a scheme no real backend runs
-    (M-SGC's mini-tasks) is refused first."""
-    for variant in scenario.variants:
-        why = scheme_class(variant.scheme).simulator_only
-        if why is not None:
-            raise GcbenchError(
-                f"variant '{variant.display_label()}' ({variant.scheme}) runs in the simulator only: {why}, which no "
-                "real backend's workers do yet (simulate it with --sim)."
-            )
+    """A sequential scheme computes tasks of earlier jobs on those jobs' weights (SR-SGC repeats the task of the
+    job B rounds back, M-SGC's mini-tasks serve W - 1 + B jobs), which a backend's jobs can compute on only where
+    it declares so (``computes_earlier_weights``)."""
     sequential = [v for v in scenario.variants if scheme_class(v.scheme).sequential]
     if sequential and not backend_class(backend).computes_earlier_weights:
         able = " or ".join(
             f"--backend {e.name}" for e in real_backends() if backend_class(e.name).computes_earlier_weights
         )
         raise GcbenchError(
-            f"variant '{sequential[0].display_label()}' ({sequential[0].scheme}) repeats tasks on the weights of the "
-            f"job they repeat, which only {able} sends its workers; --backend {backend} cannot run it (simulate it "
-            "with --sim)."
+            f"variant '{sequential[0].display_label()}' ({sequential[0].scheme}) computes tasks of earlier jobs on "
+            f"those jobs' weights, which only {able} sends its workers; --backend {backend} cannot run it (simulate "
+            "it with --sim)."
         )
 
 

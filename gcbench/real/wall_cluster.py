@@ -62,6 +62,7 @@ class WallClockCluster(RealBackend, Cluster):
         self.queued: list[list[Job]] = [[] for _ in range(self.n)]  # jobs of a down worker, sent when it is back
         self.batches: dict[Job, int] = {}
         self.versions: dict[Job, int] = {}  # the weights a job computes on where not the latest (by version)
+        self.tasks: dict[Job, tuple] = {}  # a multiplexed job's mini-tasks, (job, message index) each (M-SGC)
         self.events = DueEvents()  # known events, delivered once their time has come
         self.down_until = [-INF] * self.n  # when a crashed worker's downtime ends
         self.back = [True] * self.n  # False from an exit until its Restart is delivered
@@ -119,7 +120,7 @@ class WallClockCluster(RealBackend, Cluster):
     ) -> Job:  # fmt: skip
         if version is not None and not self.computes_earlier_weights:  # (gcbench/real/scenario.py refuses it)
             raise NotImplementedError(f"the {self.name} backend's workers compute on the weights published last only")
-        if tasks is not None:  # (gcbench/real/scenario.py refuses it)
+        if tasks is not None and not self.computes_earlier_weights:  # (gcbench/real/scenario.py refuses it)
             raise NotImplementedError(f"the {self.name} backend's workers run one task a job, not mini-tasks")
         handle = Job(worker, job, row, self.now, crash)
         if worker in self._dead:
@@ -127,6 +128,8 @@ class WallClockCluster(RealBackend, Cluster):
         self.batches[handle] = row if batch is None else batch
         if version is not None:
             self.versions[handle] = version
+        if tasks is not None:
+            self.tasks[handle] = tasks
         if crash and self.downtime is None:
             self._dead.add(worker)  # dead from now (as in the simulator); not brought back when its exit comes
         if self.back[worker]:
@@ -193,6 +196,7 @@ class WallClockCluster(RealBackend, Cluster):
         messages, losses = reply.get("messages"), reply.get("losses")
         versions = reply.get("versions") if self.keeps_caches else None
         result = Result(job, at, start, end, messages, reply["abandoned"], losses, injected, versions)
+        result.task_losses = reply.get("task_losses")
         result.message, result.final = reply.get("message"), reply.get("final", True)
         if reply.get("memory_lost"):  # a compressing worker's error-feedback memory died with its process
             log.warning(f"gcbench: worker {job.worker} lost its compression error-feedback memory with its process; "

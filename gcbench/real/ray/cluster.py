@@ -154,8 +154,13 @@ class RayCluster(StreamedJobs, WallClockCluster):
         if self.trains:
             straggling, overhead = self.straggling[row][w], self.overhead[row][w]
             batch, version = self.batches[job], self.versions.pop(job, self.version)
-            weights = self.published[version]
-            call = actor.compute.remote(job.job, weights, straggling, job.crash, batch, overhead, version)
+            tasks = self.tasks.pop(job, None)
+            if tasks is None:
+                weights = self.published[version]
+                call = actor.compute.remote(job.job, weights, straggling, job.crash, batch, overhead, version)
+            else:  # M-SGC: each mini-task on its job's weights (top-level references: Ray resolves them)
+                weights = [self.published[task_job] for task_job, _ in tasks]
+                call = actor.compute_tasks.remote(job.job, straggling, job.crash, overhead, tasks, *weights)
         else:
             call = actor.compute.remote(job.job, self.busy[row][w], job.crash)
         self.jobs[call] = job
@@ -168,6 +173,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
                 queue.remove(job)
                 self.batches.pop(job, None)
                 self.versions.pop(job, None)
+                self.tasks.pop(job, None)
             elif not job.crash:
                 self.actors[job.worker].abandon.options(concurrency_group="control").remote(job.job)
 
