@@ -115,6 +115,20 @@ def test_replay_steps_a_sequential_schemes_rounds():
     assert table["error_mean"].abs().max() < 1e-9 and table["error_p99"].abs().max() < 1e-9
 
 
+def test_an_m_sgc_run_is_decomposed_in_uncoded_partitions_and_its_rounds_replayed():
+    """M-SGC's partitions are n / k of an uncoded one (k = 24 at n = 6, B = 1, W = 2, lambda = 2: a job of 6 of them
+    is 1.5 uncoded partitions): calibrated beside uncoded, the fixed and per-partition parts come back."""
+    variants = [{"label": "uncoded", "scheme": "uncoded", "policy": {"name": "wait_all"}},
+                {"label": "M-SGC", "scheme": "m_sgc", "burst": 1, "window": 2, "lam": 2}]  # fmt: skip
+    run = simulated_run(known(iterations=800, variants=variants))
+    assert set(decompose(run, ["M-SGC"]).loads) == {1.5}
+    table = replay(run)
+    assert table["error_mean"].abs().max() < 1e-9 and table["error_p99"].abs().max() < 1e-9
+    calibration = calibrate([run])
+    assert calibration.fixed == pytest.approx(FIXED, abs=0.006)
+    assert calibration.fits["per_partition"].distribution["shift"] == pytest.approx(PER_PARTITION["shift"], abs=0.006)
+
+
 def test_the_calibrated_scenario_predicts_the_run_and_another_seed(truth):
     scenario, run, calibration = truth
     for target in (run, simulated_run(scenario, seed=1)):

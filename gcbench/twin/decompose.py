@@ -30,7 +30,7 @@ class Parts:
 
     dispatch: np.ndarray
     work: np.ndarray  # seconds of measured compute per job
-    loads: np.ndarray  # partitions of each job
+    loads: np.ndarray  # each job's load in uncoded partitions (its partitions times its scheme's partition_share)
     censored: np.ndarray  # bool per job: cut short by the stop (work is a lower bound)
     workers: np.ndarray  # worker of each job
     groups: np.ndarray  # which iteration of which run each job belongs to (an integer per (variant, point, seed,
@@ -49,10 +49,21 @@ def decompose(run: MeasuredRun, variants: list[str] | None = None) -> Parts:
     chosen = run.variants if variants is None else [label for label in variants if label in run.variants]
     rows = run.workers[run.workers["variant"].isin(chosen)]
     iterations = run.iterations[run.iterations["variant"].isin(chosen)]
-    return _parts(rows, iterations, run.scenario.stale_work, run.cut_short)
+    shares = {label: _partition_share(run, label) for label in chosen}
+    return _parts(rows, iterations, run.scenario.stale_work, run.cut_short, shares)
 
 
-def _parts(rows: pd.DataFrame, iterations: pd.DataFrame, stale_work: str, cut_short: bool) -> Parts:
+def _partition_share(run: MeasuredRun, label: str) -> float:
+    """One of the variant's partitions in uncoded partitions (M-SGC's are n / k of one; 1 for the rest, and for a
+    variant the run's scenario no longer names)."""
+    from gcbench.scenario.build import scheme_for, variant_labelled
+
+    variant = variant_labelled(run.scenario, label)
+    return 1.0 if variant is None else scheme_for(run.scenario, variant).partition_share
+
+
+def _parts(rows: pd.DataFrame, iterations: pd.DataFrame, stale_work: str, cut_short: bool,
+           shares: dict[str, float]) -> Parts:  # fmt: skip
     unexplained: dict[str, int] = {}
     started = rows[~rows["failed"] & np.isfinite(rows["compute_start"]) & np.isfinite(rows["compute_end"])]
     early = started["compute_start"] < started["start"] - TOLERANCE
@@ -76,7 +87,7 @@ def _parts(rows: pd.DataFrame, iterations: pd.DataFrame, stale_work: str, cut_sh
     return Parts(
         dispatch=np.maximum(dispatch, 0.0),
         work=work,
-        loads=started["partitions"].to_numpy(dtype=float),
+        loads=(started["partitions"] * started["variant"].map(shares)).to_numpy(dtype=float),
         censored=censored,
         workers=started["worker"].to_numpy(),
         groups=started.groupby(["variant", "point", "seed", "iteration"], sort=False).ngroup().to_numpy(),

@@ -54,6 +54,8 @@ def replay(run: MeasuredRun) -> pd.DataFrame:
 def _stops(policy, scheme, arrivals: np.ndarray) -> np.ndarray:
     """The policy's stop times for these iterations' arrivals; a sequential scheme's rounds one after another."""
     if scheme.sequential:
+        if not scheme.streams_messages:  # (M-SGC: a worker's messages arrive together, each at its arrival)
+            arrivals = arrivals[:, scheme.message_owner]
         return RoundCode(scheme, len(arrivals)).stop_times(policy, arrivals)
     return policy.stop_times(arrivals, scheme).stop
 
