@@ -185,6 +185,23 @@ def test_scheme_map_caption_describes_its_two_panels(sim_run):
     assert "marker area" not in caption
 
 
+def test_the_scheme_map_draws_m_sgc_s_load_in_uncoded_partitions(tmp_path):
+    """M-SGC (n = 6, B = 1, W = 3, lambda = 2) computes 9 partitions of k = 42 a round: 9 x 6 / 42 uncoded ones."""
+    scenario = tmp_path / "m.yaml"
+    scenario.write_text(
+        "name: m\nworkers: 6\niterations: 5\ncompute: {per_partition: {distribution: deterministic, value: 0.1}}\n"
+        "variants:\n  - {scheme: m_sgc, burst: 1, window: 3, lam: 2}\n  - {scheme: uncoded}\n"
+    )
+    result = CliRunner().invoke(app, ["simulate", str(scenario), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    run = load_run(tmp_path / "run")
+    shares = figures.partition_shares(run.metadata)
+    fig = figures.scheme_map(run.iterations, run.workers, shares)
+    loads = sorted(float(line.get_ydata()[0]) for line in fig.axes[0].lines)
+    assert loads == pytest.approx([1.0, 9 * 6 / 42])
+    assert figures.partition_shares({"scenario": {"name": "damaged"}}) == {}  # an unreadable scenario: plain counts
+
+
 def test_real_run_figures(real_run, sim_run):
     real, sim = load_run(real_run), load_run(sim_run)
     texts, legends = labels_of(figures.training_curves(real.iterations, 0.4, "real"))

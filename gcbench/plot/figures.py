@@ -14,7 +14,7 @@ from gcbench import stops
 from gcbench.plot.compare import sim_vs_real
 from gcbench.plot.labels import is_number, legend_below, parameter_label, point_title
 from gcbench.plot.overlap import styles_for
-from gcbench.plot.scheme_map import scheme_map
+from gcbench.plot.scheme_map import partition_shares, scheme_map
 from gcbench.plot.style import COLUMN_WIDTH, variant_styles
 from gcbench.plot.timeline import worker_timeline
 from gcbench.plot.training import default_target, time_to_accuracy, training_curves
@@ -24,6 +24,7 @@ __all__ = [
     "default_target",
     "iteration_time_ecdf",
     "mean_vs_sweep",
+    "partition_shares",
     "scheme_map",
     "sim_vs_real",
     "speedup_vs_sweep",

@@ -67,7 +67,7 @@ FIGURES = (
         "scheme-map",
         "Computation load (partitions per worker, left) and upload per message (gradients, right) against the "
         "stragglers tolerated, per variant.",
-        lambda r, _: figures.scheme_map(r.iterations, r.workers),
+        lambda r, _: figures.scheme_map(r.iterations, r.workers, figures.partition_shares(r.metadata)),
         "Upload per message (gradients) against the stragglers tolerated, per variant (no workers.parquet: no load).",
     ),
 )

@@ -12,13 +12,18 @@ PANELS = {"load": "load (partitions per worker)", "upload": "upload (gradients p
 SIDE_BY_SIDE = 0.09  # x offset between variants with the same properties, so none hides another
 
 
-def scheme_map(iterations: pd.DataFrame, workers: pd.DataFrame | None) -> Figure:
-    """7. Computation load (from workers.parquet; left) and upload per message (right) against tolerance s."""
+def scheme_map(
+    iterations: pd.DataFrame, workers: pd.DataFrame | None, shares: dict[str, float] | None = None
+) -> Figure:
+    """7. Computation load (from workers.parquet; left) and upload per message (right) against tolerance s. The load
+    is in uncoded partitions (1/n of a mini-batch): a variant's partitions times its ``shares`` entry (M-SGC's
+    partitions are n/k of one; 1 for every other scheme, and where none is given)."""
     variants = iterations.drop_duplicates("variant")[["variant", "scheme", "s", "m"]].reset_index(drop=True)
     variants["upload"] = 1.0 / variants["m"]
     panels = ["upload"]
     if workers is not None:
-        variants["load"] = variants["variant"].map(workers.groupby("variant")["partitions"].max()).astype(float)
+        partitions = variants["variant"].map(workers.groupby("variant")["partitions"].max()).astype(float)
+        variants["load"] = partitions * variants["variant"].map(lambda label: (shares or {}).get(label, 1.0))
         panels.insert(0, "load")
     fig = Figure(figsize=(FULL_WIDTH * len(panels) / 2, 2.4))
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
@@ -30,6 +35,20 @@ def scheme_map(iterations: pd.DataFrame, workers: pd.DataFrame | None) -> Figure
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3, fontsize=6)
     return fig
+
+
+def partition_shares(metadata: dict) -> dict[str, float]:
+    """Per variant label of a run, its scheme's partition_share, from run.json's scenario (empty where it has none
+    or it no longer validates: every load is then read as uncoded partitions)."""
+    from gcbench.errors import GcbenchError
+    from gcbench.scenario.build import scheme_for
+    from gcbench.scenario.schema import Scenario
+
+    try:
+        scenario = Scenario.model_validate(metadata["scenario"])
+        return {v.display_label(): scheme_for(scenario, v).partition_share for v in scenario.variants}
+    except (KeyError, TypeError, ValueError, GcbenchError):  # (pydantic's ValidationError is a ValueError)
+        return {}
 
 
 def _panel(ax, variants: pd.DataFrame, value: str, styles: dict[str, dict]) -> None:
