@@ -118,6 +118,49 @@ def test_one_exit_is_one_failure_at_its_jobs_start_and_the_job_queued_behind_it_
 
 
 @pytest.mark.usefixtures("local_ray")
+def test_a_job_sent_again_after_an_exit_computes_on_the_weights_it_was_first_sent():
+    """Two jobs on worker 0's actor on version 0's weights (a sequential scheme's), the first killed as it runs: the
+    second, lost with the process, is sent again after the restart and still computes on version 0, not on the
+    version published since."""
+    import torch
+
+    from gcbench.training.batches import PartitionSampler
+    from gcbench.training.gradients import flat_parameters, load_flat_parameters, partition_gradient
+    from gcbench.training.models import build_model
+
+    sc = scenario({"scheme": "sr_sgc", "burst": 1, "window": 2, "lam": 1, "policy": "wait_all"},
+                  overhead={"distribution": "deterministic", "value": 0.5})  # fmt: skip
+    scheme = scheme_for(sc, sc.variants[0])
+    cluster = RayCluster(sc, scheme, draw_run(sc, scheme, 0), seed=0, device="cpu")
+    try:
+        cluster.start(DATA)
+        model = build_model(sc.training.model, DATA.classes, 7)
+        weights = [flat_parameters(model).clone(), flat_parameters(model).clone() + 0.05]
+        for version in weights:
+            cluster.publish(version.numpy())
+        running, behind = (cluster.submit(0, job, 1, False, version=0) for job in range(2))
+        time.sleep(0.2)
+        ray.kill(cluster.actors[0], no_restart=False)
+        events = events_until(
+            cluster, cluster.now + 60, stop=lambda events: type(events[-1]) is Result if events else False
+        )
+        assert [type(event) for event in events] == [Failure, Restart, Result], events
+        assert events[0].job is running and events[2].job is behind
+        sampler = PartitionSampler(len(DATA.train_labels), scheme.k, sc.training.batch_size, 0)
+        expected = []
+        for version in weights:
+            load_flat_parameters(model, version)
+            parts = [partition_gradient(model, *(DATA.train_images[rows], DATA.train_labels[rows]),
+                                        sampler.batch_size, torch.device("cpu"))[0]
+                     for rows in (sampler.indices(1, j) for j in scheme.partitions(0))]  # fmt: skip
+            expected.append(scheme.encode(0, dict(zip(scheme.partitions(0), parts, strict=True)))[0])
+        got = torch.from_numpy(np.array(events[2].messages[0]))
+        assert relative_error(got, expected[0]) < 1e-4 and relative_error(got, expected[1]) > 1e-2
+    finally:
+        cluster.shutdown()
+
+
+@pytest.mark.usefixtures("local_ray")
 def test_a_process_killed_from_outside_is_a_failure_the_model_did_not_draw_then_a_restart():
     cluster = timing_cluster()
     try:

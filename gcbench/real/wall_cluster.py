@@ -229,8 +229,15 @@ class WallClockCluster(RealBackend, Cluster):
         """Worker w is gone for good: nothing that waited for it will run."""
         self.down_until[w] = INF
         for job in self.queued[w]:
-            self.batches.pop(job, None)
+            self._forget(job)
         self.queued[w] = []
+
+    def _forget(self, job: Job) -> None:
+        """The job is done with (replied, abandoned unsent, or lost for good): drop what it was to compute on. Kept
+        until then: a job sent again after its worker's exit computes what it was first sent to."""
+        self.batches.pop(job, None)
+        self.versions.pop(job, None)
+        self.tasks.pop(job, None)
 
     def drain(self, seconds: float = INF) -> list[Result | Failure | Restart]:
         """The events of work still in flight, for at most ``seconds``."""

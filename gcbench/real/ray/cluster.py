@@ -153,8 +153,8 @@ class RayCluster(StreamedJobs, WallClockCluster):
             return
         if self.trains:
             straggling, overhead = self.straggling[row][w], self.overhead[row][w]
-            batch, version = self.batches[job], self.versions.pop(job, self.version)
-            tasks = self.tasks.pop(job, None)
+            batch, version = self.batches[job], self.versions.get(job, self.version)
+            tasks = self.tasks.get(job)
             if tasks is None:
                 weights = self.published[version]
                 call = actor.compute.remote(job.job, weights, straggling, job.crash, batch, overhead, version)
@@ -171,9 +171,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
             queue = next((queue for queue in (self.queued[job.worker], self.held[job.worker]) if job in queue), None)
             if queue is not None:
                 queue.remove(job)
-                self.batches.pop(job, None)
-                self.versions.pop(job, None)
-                self.tasks.pop(job, None)
+                self._forget(job)
             elif not job.crash:
                 self.actors[job.worker].abandon.options(concurrency_group="control").remote(job.job)
 
@@ -247,7 +245,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
             raise GcbenchError(f"worker {job.worker} raised an error: {error.cause!r}") from None
 
     def _reply(self, job: Job, reply: dict) -> None:
-        self.batches.pop(job, None)
+        self._forget(job)
         if not reply["started"]:
             return  # abandoned before it began: it never ran
         self.idle_since[job.worker] = self.clock.at(reply["compute_end"])
@@ -262,7 +260,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
         running = min(crashed or lost, key=lambda other: other.sent)
         self.queued[w] = [other for other in lost if other is not running] + self.held[w] + self.queued[w]
         self.held[w] = []
-        self.batches.pop(running, None)
+        self._forget(running)
         self._exit(w, running)
         self._warn_once(w, running.crash)
 
@@ -314,7 +312,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
     def _lose(self, w: int) -> None:
         self.ray.kill(self.actors[w], no_restart=True)
         for job in self.held[w]:
-            self.batches.pop(job, None)
+            self._forget(job)
         self.held[w] = []
         super()._lose(w)
 

@@ -187,7 +187,7 @@ class TorchCluster(WallClockCluster):
             queue_ = self.queued[job.worker]
             if job in queue_:
                 queue_.remove(job)
-                self.batches.pop(job, None)
+                self._forget(job)
             elif not job.crash and job in self.sent[job.worker]:
                 self.sessions[job.worker].send({"kind": "abandon", "job": job.job})
 
@@ -246,7 +246,7 @@ class TorchCluster(WallClockCluster):
         final = reply.get("final", True)  # (a job's earlier messages leave it in flight)
         if final:
             self.sent[w].remove(job)
-            self.batches.pop(job, None)
+            self._forget(job)
         if not reply["started"]:
             return  # abandoned before it began: it never ran
         at, result = self._result(job, reply)
@@ -262,7 +262,7 @@ class TorchCluster(WallClockCluster):
         if lost:
             running = min([job for job in lost if job.crash] or lost, key=lambda job: job.sent)
             self.queued[w] = [job for job in lost if job is not running] + self.queued[w]
-            self.batches.pop(running, None)
+            self._forget(running)
         self._exit(w, running)
 
     def _restart(self, w: int) -> None:
