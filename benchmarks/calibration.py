@@ -15,7 +15,11 @@ The calibration time is reported against a reference measured in the same proces
 
     python benchmarks/calibration.py [--backend torch|ray|both] [--scenario scenarios/cifar10.yaml ...]
         [--iterations 150] [--seeds 0,1] [--data-dir ../shared/data/cifar10-jpeg.tar.gz] [--out DIR]
-        [--timing-only]
+        [--timing-only] [--cores N] [--reuse]
+
+``--cores``: the cores the workers shared, whose contention calibration models where they are fewer than the
+workers (default: what each run recorded; runs before gcbench recorded it need it given); ``--reuse``
+calibrates the runs already in ``--out`` again, without running them.
 """
 
 from __future__ import annotations
@@ -38,7 +42,11 @@ DEADLINE = "{label: deadline 0.3 s, scheme: cr, s: 1, policy: {name: deadline, d
 
 
 def real_run(scenario: Path, backend: str, out: Path, variants: list[str], args) -> Path:
-    """`gcbench run` of the scenario with these variants (YAML flow mappings) into ``out``."""
+    """`gcbench run` of the scenario with these variants (YAML flow mappings) into ``out`` (with ``--reuse``, a
+    finished run already there is calibrated again instead)."""
+    if args.reuse and (out / "iterations.parquet").is_file():
+        print(f"+ reusing {out}", flush=True)
+        return out
     command = [sys.executable, "-m", "gcbench", "run", str(scenario), "--backend", backend, "--out", str(out),
                "--iterations", str(args.iterations), "--seeds", args.seeds, "--force",
                "--set", f"variants=[{', '.join(variants)}]",
@@ -72,19 +80,21 @@ def accuracy(scenario: Path, backend: str, args) -> list[str]:
     if args.separate_runs:  # the issue's design: a run of the calibrating variants, another of the held-out ones
         calib = real_run(scenario, backend, out / "calibrate", calibrating, args)
         predict = read_measured(real_run(scenario, backend, out / "predict", held_out, args))
-        calibration = calibrate([read_measured(calib)])
+        calibration = calibrate([read_measured(calib)], cores=args.cores)
         fitted_on = read_measured(calib)
     else:  # one run, every variant taking turns: the machine's drift between runs is shared by all of them
         both = read_measured(real_run(scenario, backend, out / "interleaved", calibrating + held_out, args))
-        calibration = calibrate([both], CALIBRATE_FROM)
+        calibration = calibrate([both], CALIBRATE_FROM, args.cores)
         fitted_on, predict = _only(both, CALIBRATE_FROM), _only(both, None, CALIBRATE_FROM)
     (out / "calibrated.yaml").write_text(scenario_yaml(calibration))
     legs = {"replay": pd.concat([replay(fitted_on), replay(predict)]),
             "fitted": compare(calibration.scenario, fitted_on),
             "predicted": compare(calibration.scenario, predict)}  # fmt: skip
     how = "separate runs" if args.separate_runs else f"one run, variants taking turns of {args.turn} iterations"
+    cores = calibration.scenario.compute.cores
+    shared = f"the workers sharing {cores} cores" if cores else "no contention modelled"
     lines = [f"== {scenario.name} on {backend}: calibrated from {', '.join(CALIBRATE_FROM)}; "
-             f"{args.iterations} iterations x seeds {args.seeds} per variant; {how}"]  # fmt: skip
+             f"{args.iterations} iterations x seeds {args.seeds} per variant; {how}; {shared}"]  # fmt: skip
     for name, table in legs.items():
         lines.append(f"-- {name}")
         for row in table.itertuples():
@@ -167,7 +177,16 @@ def main() -> None:
         help="calibrate from one run and predict another (default: one run, variants interleaved)",
     )
     parser.add_argument("--turn", type=int, default=25, help="iterations of a variant's turn (checkpoint_every)")
+    parser.add_argument(
+        "--cores",
+        type=int,
+        default=None,
+        help="the cores the workers shared (default: what the runs recorded); 0: model no contention",
+    )
+    parser.add_argument("--reuse", action="store_true", help="calibrate the runs already in --out again")
     args = parser.parse_args()
+    if args.cores == 0:
+        args.cores = 10**6  # (as many as any run's workers: no contention)
     lines = calibration_time()
     print(lines[0], flush=True)
     if not args.timing_only:

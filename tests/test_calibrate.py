@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from gcbench.cli import app
 from gcbench.errors import GcbenchError
+from gcbench.scenario import load_scenario
 from gcbench.scenario.loading import SweepPoint
 from gcbench.scenario.schema import Scenario
 from gcbench.sim.tasks import Task, run_task
@@ -255,13 +256,13 @@ def test_train_compares_the_time_to_the_target_accuracy():
 # -- the command ---------------------------------------------------------------------------------------------------
 
 
-def write_run(directory: Path, run, mode: str = "real") -> Path:
+def write_run(directory: Path, run, mode: str = "real", **extra) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     keep = [c for c in run.iterations.columns]
     run.iterations[keep].to_parquet(directory / "iterations.parquet", index=False)
     workers = run.workers.drop(columns=["start", "end"])
     workers.to_parquet(directory / "workers.parquet", index=False)
-    meta = {"mode": mode, "scenario": run.scenario.model_dump(mode="json"), "backend": "torch"}
+    meta = {"mode": mode, "scenario": run.scenario.model_dump(mode="json"), "backend": "torch", **extra}
     (directory / "run.json").write_text(json.dumps(meta))
     return directory
 
@@ -270,6 +271,22 @@ def write_run(directory: Path, run, mode: str = "real") -> Path:
 def written(tmp_path_factory):
     small = simulated_run(known(iterations=300))
     return write_run(tmp_path_factory.mktemp("runs") / "real", small)
+
+
+def test_the_cores_a_run_recorded_are_modelled_and_cores_overrides_them(tmp_path):
+    """run.json's cores (fewer than the 6 workers) make calibrate write compute.cores; --cores 6 (as many as the
+    workers) models none; a run that recorded none takes --cores."""
+    sc = known(iterations=300)
+    sc = sc.model_copy(update={"compute": sc.compute.model_copy(update={"cores": 2})})
+    recorded = write_run(tmp_path / "recorded", simulated_run(sc), cores=2)
+    plain = write_run(tmp_path / "plain", simulated_run(sc))
+    for run, extra, cores in ((recorded, [], 2), (recorded, ["--cores", "6"], None), (plain, ["--cores", "2"], 2),
+                              (plain, [], None)):  # fmt: skip
+        out = tmp_path / "cal.yaml"
+        result = CliRunner().invoke(app, ["calibrate", str(run), "-o", str(out), "--force", *extra])
+        assert result.exit_code == 0, result.output
+        assert load_scenario(out)[0].scenario.compute.cores == cores, (run, extra)
+        assert ("shared 2 cores" in result.output) == (cores == 2)
 
 
 def test_calibrate_writes_a_scenario_and_prints_every_leg(written, tmp_path):

@@ -199,7 +199,7 @@ def test_the_scheme_map_draws_m_sgc_s_load_in_uncoded_partitions(tmp_path):
     fig = figures.scheme_map(run.iterations, run.workers, shares)
     loads = sorted(float(line.get_ydata()[0]) for line in fig.axes[0].lines)
     assert loads == pytest.approx([1.0, 9 * 6 / 42])
-    assert figures.partition_shares({"scenario": {"name": "damaged"}}) == {}  # an unreadable scenario: plain counts
+    assert figures.partition_shares({"scenario": {"name": "older"}}) == {}  # a run.json without them: plain counts
 
 
 def test_real_run_figures(real_run, sim_run):

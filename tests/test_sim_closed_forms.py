@@ -184,3 +184,35 @@ def test_a_shared_factor_multiplies_every_worker_s_compute_in_its_iteration(engi
     busy = rec.compute_end - rec.compute_start
     assert busy == pytest.approx(np.repeat(busy[:, :1], N, axis=1), rel=1e-12)  # every worker alike per iteration
     assert_mean_matches(rec.duration, 0.1 * math.exp(-0.02 + 0.2**2 / 2))
+
+
+@pytest.mark.parametrize("engine", ["vectorised", "event"])
+@pytest.mark.parametrize(("policy", "expected"), [("wait_all", 0.6), ({"name": "fastest_k", "k": 1}, 0.3),
+                                                  ({"name": "fastest_k", "k": 2}, 0.5)])  # fmt: skip
+def test_workers_sharing_one_core_finish_as_a_processor_sharing_queue_says(engine, policy, expected):
+    """compute.cores: 1; three workers of speeds 1, 1/2 and 1/3 need 0.1, 0.2 and 0.3 s of the core: sharing it,
+    the first is done at 3 x 0.1 = 0.3 s, the second 2 x 0.1 later, the third 0.1 after that (0.6 s)."""
+    compute = {**DETERMINISTIC, "speeds": [1.0, 0.5, 1 / 3], "cores": 1}
+    sc = scenario(workers=3, iterations=4, compute=compute, engine=engine, variants=[{"scheme": "uncoded",
+                  "policy": policy}])  # fmt: skip
+    rec = simulate(sc)
+    assert rec.duration == pytest.approx(np.full(4, expected), rel=1e-12)
+    busy = rec.compute_end - rec.compute_start
+    assert busy[0] == pytest.approx([0.3, 0.5, 0.6], rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["vectorised", "event"])
+def test_as_many_cores_as_workers_change_nothing_and_fewer_share_them_finish_by_finish(engine):
+    sc = scenario(workers=N, iterations=500, compute=SHIFTED_EXP, engine=engine,
+                  variants=[{"scheme": "uncoded", "policy": "wait_all"}])  # fmt: skip
+    alone = simulate(sc)
+    shared = lambda cores: sc.model_copy(update={"compute": sc.compute.model_copy(update={"cores": cores})})  # noqa: E731
+    assert simulate(shared(N)).duration == pytest.approx(alone.duration, rel=1e-12)
+    # N jobs on N / 2 cores, stepped finish by finish: while a > N / 2 compute, each at (N / 2) / a of its speed
+    halved = simulate(shared(N // 2))
+    for row, work in zip(halved.duration, alone.compute_end - alone.compute_start, strict=True):
+        now, done, left = 0.0, 0.0, sorted(work)
+        for i, w in enumerate(left):
+            now += (w - done) * max(1.0, (N - i) / (N // 2))
+            done = w
+        assert row == pytest.approx(now, rel=1e-9)

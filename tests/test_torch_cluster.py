@@ -353,6 +353,7 @@ def test_gcbench_run_backend_torch_writes_the_shared_schema_and_leaves_no_proces
     iterations, workers, meta, _ = trained(exact_runs)
     assert exact_runs.left == set(), "worker processes outlived the run"
     assert meta["mode"] == "real" and meta["backend"] == "torch" and meta["status"] == "complete"
+    assert isinstance(meta["cores"], int) and meta["cores"] >= 1  # what calibration's contention model reads
     assert set(ITERATION_COLUMNS) | set(TRAINED_COLUMNS) <= set(iterations.columns)
     assert set(WORKER_COLUMNS) <= set(workers.columns) and len(workers) == VARIANTS * ITERATIONS * WORKERS
     assert len(iterations) == VARIANTS * ITERATIONS and iterations["loss"].notna().all()

@@ -37,6 +37,15 @@ def calibrate(
             "--target-accuracy", help="With --train: the accuracy to time (default: 90% of the best reached)."
         ),
     ] = None,
+    cores: Annotated[
+        int | None,
+        typer.Option(
+            "--cores",
+            min=1,
+            help="The cores the runs' workers shared (default: what the runs recorded); fewer than the workers, "
+            "their contention is modelled (compute.cores).",
+        ),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
 ) -> None:
     """Fit a scenario to real runs: dispatch, compute, upload and the master's time, each part fitted and judged."""
@@ -52,7 +61,7 @@ def calibrate(
     measured = [read_measured(path) for path in runs]
     chosen = _variants(variants, measured)
     targets = [read_measured(path) for path in predict or []]
-    calibration = fit_runs(measured, chosen)
+    calibration = fit_runs(measured, chosen, cores)
     for run in targets:  # (refused before anything is written)
         check_shape(calibration.scenario, run)
     if train:

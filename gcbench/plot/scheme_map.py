@@ -38,17 +38,10 @@ def scheme_map(
 
 
 def partition_shares(metadata: dict) -> dict[str, float]:
-    """Per variant label of a run, its scheme's partition_share, from run.json's scenario (empty where it has none
-    or it no longer validates: every load is then read as uncoded partitions)."""
-    from gcbench.errors import GcbenchError
-    from gcbench.scenario.build import scheme_for
-    from gcbench.scenario.schema import Scenario
-
-    try:
-        scenario = Scenario.model_validate(metadata["scenario"])
-        return {v.display_label(): scheme_for(scenario, v).partition_share for v in scenario.variants}
-    except (KeyError, TypeError, ValueError, GcbenchError):  # (pydantic's ValidationError is a ValueError)
-        return {}
+    """Per variant label of a run, its scheme's partition_share, as run.json records it (empty for a run an earlier
+    gcbench wrote: every load is then read as uncoded partitions)."""
+    recorded = metadata.get("partition_shares")
+    return {str(k): float(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
 
 
 def _panel(ax, variants: pd.DataFrame, value: str, styles: dict[str, dict]) -> None:

@@ -26,6 +26,7 @@ from gcbench.real.scenario import (
 from gcbench.results import summarize
 from gcbench.results.metadata import new_run_directory, resume_entry, run_metadata
 from gcbench.results.store import check_out
+from gcbench.scenario.build import partition_shares
 from gcbench.scenario.loading import SweepPoint
 from gcbench.scenario.schema import Scenario
 
@@ -80,8 +81,17 @@ def new_run(
     out = out or new_run_directory(Path("results"), f"{scenario.name}-real")
     refuse_checkpoints(out)  # before check_out: a run with checkpoints is resumed, not overwritten
     check_out(out, force)
-    meta = run_metadata("real", path, [SweepPoint({}, scenario)], {"backend": backend})
+    extra = {"backend": backend, "cores": machine_cores(), "partition_shares": partition_shares(scenario)}
+    meta = run_metadata("real", path, [SweepPoint({}, scenario)], extra)
     return RealRun(scenario, path, backend, out, meta)
+
+
+def machine_cores() -> int:
+    """The cores this process may run on (the workers of a local cluster share them): gcbench calibrate models
+    their contention when there are fewer than workers."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def resumed_run(run_dir: Path) -> RealRun:

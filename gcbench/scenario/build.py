@@ -30,6 +30,12 @@ def scheme_for(scenario: Scenario, variant: Variant) -> Scheme:
     return _scheme(variant.scheme, scenario.workers, variant.s, key)
 
 
+def partition_shares(scenario: Scenario) -> dict[str, float]:
+    """Per variant label, one of its scheme's partitions in uncoded ones (``Scheme.partition_share``: n / k), as
+    run.json records it for the figures (which read results only)."""
+    return {variant.display_label(): scheme_for(scenario, variant).partition_share for variant in scenario.variants}
+
+
 def variant_labelled(scenario: Scenario, label: str) -> Variant | None:
     """The scenario's variant whose label is ``label`` (as the results tables name it), or None."""
     return next((variant for variant in scenario.variants if variant.display_label() == label), None)

@@ -31,8 +31,26 @@ def cross_field_problems(scenario: ScenarioFields) -> list[str]:
     fixed = getattr(scenario.straggling, "workers", None) or []
     if any(w >= n for w in fixed):
         problems.append(f"straggling.workers: worker ids must be < workers ({n})")
+    problems += contention_problems(scenario)
     variants = variant_problems(n, list(enumerate(scenario.variants)))
     return problems + size_problems(scenario) + variants + ([] if variants else training_problems(scenario))
+
+
+def contention_problems(scenario: ScenarioFields) -> list[str]:
+    """compute.cores shares the cores among an iteration's jobs, which start together: not a trace's times (measured
+    under their own contention), nor an asynchronous policy's jobs (each starts as its worker is free)."""
+    if scenario.compute.cores is None:
+        return []
+    if scenario.compute.trace is not None:
+        return ["compute.cores: a trace's times were measured with their own contention; give cores with "
+                "per_partition only"]  # fmt: skip
+    for i, variant in enumerate(scenario.variants):
+        if not variant.policy.synchronous:
+            return [
+                f"compute.cores: models an iteration's jobs starting together, and variants[{i}]'s policy "
+                f"{variant.policy.name} starts each job as its worker is free; use a synchronous policy"
+            ]
+    return []
 
 
 def training_problems(scenario: ScenarioFields) -> list[str]:

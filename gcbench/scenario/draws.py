@@ -18,6 +18,7 @@ import numpy as np
 from gcbench.coding import Scheme
 from gcbench.compression import Compressor
 from gcbench.models.compute import blockwise, compute_times, fixed_times, overhead_times, shared_factors
+from gcbench.models.contention import processor_sharing
 from gcbench.scenario.schema import DTYPE_BYTES, Scenario
 
 
@@ -56,13 +57,15 @@ class DrawBlocks:
         if first == 0 and rows and self.warmup_loads is not None:
             work = work.copy()
             work[0] += self._warmup_times()
+        dispatch, between = self.timings.rows(first, rows)
+        if scenario.compute.cores is not None:  # the iteration's jobs share the machine's cores, each from its start
+            work = processor_sharing(work, scenario.compute.cores, dispatch)
         mask = scenario.straggling.draw(self.straggling, rows, scenario.workers, self.mask)
         injected = scenario.straggling.penalty(work, self.loads * self.share, mask)
         if scenario.compute.overhead is not None:  # without one, no second (rows, n) array
             injected = injected + overhead
         busy = work + injected
         crash = scenario.failures.crashes(self.failures, busy)
-        dispatch, between = self.timings.rows(first, rows)
         self.drawn, self.mask = first + rows, mask[-1] if rows else self.mask
         return RunDraws(self.loads * self.share, mask, injected, busy, crash, overhead, dispatch, between)
 

@@ -45,7 +45,10 @@ class Compute(Config):
     ``fixed`` adds one draw per worker and iteration that the load does not scale
     but the speed (and straggling's slowdown) does: compute a real worker does
     anyway, so real mode measures it and never sleeps it. ``shared`` multiplies every worker's compute in an
-    iteration by one draw (slowness the workers share); real mode measures it too.
+    iteration by one draw (slowness the workers share); real mode measures it too. ``cores``: the cores the
+    workers share (several worker processes on one machine): an iteration's jobs start together and share them
+    as a processor-sharing queue does, each computing at min(1, cores / computing) of its speed while that many
+    compute, so a job's time depends on how many compute beside it (gcbench/models/contention.py).
     """
 
     per_partition: Distribution | None = None
@@ -59,6 +62,9 @@ class Compute(Config):
     # a factor, one draw per iteration (draw row), multiplying every worker's compute in it: slowness the workers
     # share (contention on a machine, its other load); its mean is best near 1. gcbench calibrate fits it
     shared: Distribution | None = None
+    # the cores the workers share, processor-sharing each iteration's compute (null: each worker has its own);
+    # gcbench calibrate writes the measured machine's
+    cores: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> Compute:

@@ -25,6 +25,7 @@ from gcbench.models.traces import TraceCleaning, cleaned_trace
 from gcbench.results.metadata import new_run_directory, run_metadata
 from gcbench.results.store import check_out, write_metadata
 from gcbench.scenario import load_scenario
+from gcbench.scenario.build import partition_shares
 from gcbench.scenario.loading import SweepPoint
 from gcbench.sim.runner import engines, link_model, refuse_certain_stops, stream_points, task_count
 
@@ -71,7 +72,8 @@ class Simulation:
         scenario = self.points[0].scenario
         summary = running.summary(scenario.training.target_accuracy)
         elapsed = time.perf_counter() - began
-        extra = {"backend": "simulator", "engines": self.engines, "wall_seconds": round(elapsed, 3)}
+        extra = {"backend": "simulator", "engines": self.engines, "wall_seconds": round(elapsed, 3),
+                 "partition_shares": partition_shares(scenario)}  # fmt: skip
         extra.update(trace_cleaning(self.points))
         if (link := link_model(self.points, self.engines)) is not None:  # the event engine's model of a shared link
             extra["link_model"] = link

@@ -43,8 +43,10 @@ class Calibration:
     per_partition: np.ndarray | None = None  # the per-partition times fitted (per job: work / shared, less F, by L)
 
 
-def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None) -> Calibration:
-    """The runs' scenario, calibrated to their measurements (every variant's, or only ``variants``')."""
+def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None, cores: int | None = None) -> Calibration:
+    """The runs' scenario, calibrated to their measurements (every variant's, or only ``variants``'). ``cores``: the
+    cores the workers shared (default: what the runs recorded); fewer than the workers, their contention is
+    modelled (``compute.cores``) and each job's work is the core-seconds it computed."""
     base = runs[0].scenario
     for run in runs[1:]:
         if run.scenario.workers != base.workers:
@@ -52,7 +54,8 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None) -> Cal
                 f"{run.path}: has {run.scenario.workers} workers and {runs[0].path} {base.workers}; calibrate "
                 "runs of one cluster together."
             )
-    parts = _pooled([decompose(run, variants) for run in runs])
+    cores = shared_cores(runs, cores)
+    parts = _pooled([decompose(run, variants, cores) for run in runs])
     if parts.jobs == 0:
         raise GcbenchError(f"{runs[0].path}: no worker's job ran to be measured, so there is nothing to calibrate.")
     n, notes = base.workers, []
@@ -72,7 +75,10 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None) -> Cal
     if len(parts.upload) == 0:
         raise GcbenchError(f"{source}: no message reached the master, so the upload cannot be measured.")
     sources = [str(run.path) for run in runs]
-    scenario = _calibrated(base, fits, fixed, speeds, float(np.mean(parts.upload)), sources, shared)
+    scenario = _calibrated(base, fits, fixed, speeds, float(np.mean(parts.upload)), sources, shared, cores)
+    if cores is not None:
+        notes.append(f"the {base.workers} workers shared {cores} cores: each job's work is the core-seconds it "
+                     "computed, and the scenario shares them again (compute.cores)")  # fmt: skip
     for run in runs:
         if run.unmodelled:
             notes.append(
@@ -81,6 +87,15 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None) -> Cal
     if parts.unexplained:
         notes.append("not explained: " + "; ".join(f"{count} {reason}" for reason, count in parts.unexplained.items()))
     return Calibration(scenario, fits, fixed, speeds, p_value, parts.upload, parts, sources, notes, per_partition)
+
+
+def shared_cores(runs: list[MeasuredRun], cores: int | None) -> int | None:
+    """The cores whose contention to model: ``cores``, else what the runs recorded (one value for all); None where
+    none is known or the workers are not more than the cores (each then computes alone)."""
+    if cores is None:
+        recorded = {run.cores for run in runs}
+        cores = recorded.pop() if len(recorded) == 1 else None
+    return cores if cores is not None and cores < runs[0].scenario.workers else None
 
 
 def _pooled(all_parts: list[Parts]) -> Parts:
@@ -168,9 +183,11 @@ def _shared(work: np.ndarray, loads: np.ndarray, censored: np.ndarray,
 
 
 def _calibrated(base: Scenario, fits: dict[str, Fit], fixed: float, speeds, latency: float,
-                sources: list[str], shared: dict | None) -> Scenario:  # fmt: skip
+                sources: list[str], shared: dict | None, cores: int | None) -> Scenario:  # fmt: skip
     data = base.model_dump(mode="json", exclude_none=False)
     compute = {"per_partition": fits["per_partition"].distribution, "load": "scale"}
+    if cores is not None:
+        compute["cores"] = cores
     if fixed > 0:
         compute["fixed"] = {"distribution": "deterministic", "value": fixed}
     if shared is not None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from gcbench.models.contention import cpu_work
 from gcbench.twin.measured import MeasuredRun
 
 TOLERANCE = 1e-6  # seconds: clock readings this far apart are the same instant
@@ -44,13 +45,31 @@ class Parts:
         return len(self.work)
 
 
-def decompose(run: MeasuredRun, variants: list[str] | None = None) -> Parts:
-    """The parts of the given variants' iterations (default: all of the run's), pooled."""
+def decompose(run: MeasuredRun, variants: list[str] | None = None, cores: int | None = None) -> Parts:
+    """The parts of the given variants' iterations (default: all of the run's), pooled. With ``cores`` (fewer
+    than the workers, who shared them), a job's work is the core-seconds it computed (``cpu_work``), what the
+    simulator's ``compute.cores`` shares out again."""
     chosen = run.variants if variants is None else [label for label in variants if label in run.variants]
-    rows = run.workers[run.workers["variant"].isin(chosen)]
+    workers = run.workers if cores is None else run.workers.assign(core_seconds=_core_seconds(run.workers, cores))
+    rows = workers[workers["variant"].isin(chosen)]
     iterations = run.iterations[run.iterations["variant"].isin(chosen)]
     shares = {label: _partition_share(run, label) for label in chosen}
     return _parts(rows, iterations, run.scenario.stale_work, run.cut_short, shares)
+
+
+def _core_seconds(rows: pd.DataFrame, cores: int) -> np.ndarray:
+    """Each job's core-seconds over its compute (compute_start to compute_end less its injected delay, a sleep),
+    with the jobs of its iteration that computed meanwhile sharing the cores: the simulator's model
+    (``compute.cores`` shares them among an iteration's jobs), so this is its inverse. A real job of another
+    iteration computing meanwhile (late work under ``stale_work: finish``) is not counted."""
+    out = np.full(len(rows), np.nan)
+    computing = ~rows["failed"].to_numpy(dtype=bool)
+    start = rows["compute_start"].to_numpy(dtype=float)
+    end = rows["compute_end"].to_numpy(dtype=float) - rows["injected_delay"].fillna(0.0).to_numpy(dtype=float)
+    for index in rows.groupby(["variant", "point", "seed", "iteration"], sort=False).indices.values():
+        mine = index[computing[index]]
+        out[mine] = cpu_work(start[mine], end[mine], cores)
+    return out
 
 
 def _partition_share(run: MeasuredRun, label: str) -> float:
@@ -72,6 +91,8 @@ def _parts(rows: pd.DataFrame, iterations: pd.DataFrame, stale_work: str, cut_sh
     if stale_work == "finish":  # a job queued behind its worker's late work waited for it, not for its dispatch
         started = started[~_queued(started)]
     work = (started["compute_end"] - started["compute_start"] - started["injected_delay"]).to_numpy()
+    if "core_seconds" in started:  # (shared cores: the core-seconds each computed)
+        work = started["core_seconds"].to_numpy(dtype=float)
     negative = work <= 0
     _count(unexplained, "jobs whose injected delay exceeds their measured time", negative)
     started, work = started[~negative], work[~negative]

@@ -33,6 +33,8 @@ class MeasuredRun:
     # a job the master stopped waiting for ends where its worker stopped (a real worker is told to stop), so its
     # work is a lower bound; False for the simulator's tables, which give such a job the times it would have had
     cut_short: bool = True
+    # the cores its workers shared, as run.json records them (None: not recorded, or each worker had its own)
+    cores: int | None = None
 
     @property
     def variants(self) -> list[str]:
@@ -72,11 +74,13 @@ def read_measured(path: Path) -> MeasuredRun:
         scenario = Scenario.model_validate(meta["scenario"])
     except (KeyError, ValueError) as error:
         raise GcbenchError(f"{path}: run.json's scenario is not one gcbench can read ({error}).") from None
-    return measured_run(path, scenario, iterations, workers, str(meta.get("backend", "?")))
+    cores = meta.get("cores")
+    cores = cores if isinstance(cores, int) and not isinstance(cores, bool) and cores > 0 else None
+    return measured_run(path, scenario, iterations, workers, str(meta.get("backend", "?")), cores=cores)
 
 
 def measured_run(path: Path, scenario: Scenario, iterations: pd.DataFrame, workers: pd.DataFrame,
-                 backend: str, cut_short: bool = True) -> MeasuredRun:  # fmt: skip
+                 backend: str, cut_short: bool = True, cores: int | None = None) -> MeasuredRun:  # fmt: skip
     """A run's tables joined for calibration (the simulator's tables too: tests calibrate from known scenarios)."""
     finished = iterations[iterations["end"].notna()]
     if finished.empty:
@@ -87,7 +91,7 @@ def measured_run(path: Path, scenario: Scenario, iterations: pd.DataFrame, worke
         )
     keys = ["variant", "point", "seed", "iteration"]
     joined = workers.merge(finished[[*keys, "start", "end"]], on=keys, how="inner")
-    run = MeasuredRun(path, scenario, finished.reset_index(drop=True), joined, backend, cut_short)
+    run = MeasuredRun(path, scenario, finished.reset_index(drop=True), joined, backend, cut_short, cores)
     if not run.variants:
         raise GcbenchError(f"{path}: no master ran its variants ({', '.join(run.unmodelled)}): nothing to calibrate.")
     return run
