@@ -212,3 +212,11 @@ def test_the_variant_gets_s_from_lambda_when_it_leaves_it_out():
         "compute": {"per_partition": {"distribution": "deterministic", "value": 0.1}},
     })  # fmt: skip
     assert scenario.variants[0].s == 3 and scheme_for(scenario, scenario.variants[0]).k == 5 * (2 * 4 + 1)
+
+
+def test_gcbench_schemes_shows_m_sgc_without_a_table_too_wide_to_read():
+    result = runner.invoke(app, ["schemes", "m_sgc", "--n", "6", "--burst", "1", "--window", "3", "--lam", "2"])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0 and "k=42 partitions, s=2" in text, result.output
+    assert "tolerates (B, W, lambda)-bursty stragglers across rounds" in text
+    assert "coefficient table of its 42 partitions is too wide to print" in text

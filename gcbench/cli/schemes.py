@@ -132,8 +132,12 @@ def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Con
     console.print(
         f"n={scheme.n} workers, k={scheme.k} partitions, s={scheme.s}, m={scheme.m}; "
         f"load {scheme.load} partitions/worker{pipelined}, upload {scheme.upload:g} gradient/message, "
-        f"tolerates {scheme.tolerance} straggler(s)"
-        + (f" of a job's (whole workers); its rounds, {scheme.facts['tolerates']} ones" if scheme.sequential else "")
+        + (
+            f"tolerates {scheme.facts['tolerates']} stragglers across rounds ({scheme.tolerance} whole workers "
+            "missing from all of one job's messages)"
+            if scheme.sequential
+            else f"tolerates {scheme.tolerance} straggler(s)"
+        )
     )
     console.print(
         f"worst decoding condition number over {scope} straggler set(s) of size {scheme.tolerance}: "
@@ -147,7 +151,14 @@ def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Con
         f"(stragglers {list(amplification.worst_stragglers)}), mean {amplification.mean:.3g}; uncoded's is "
         f"{amplification.uncoded:.3g}"
     )
-    console.print(_coefficient_table(scheme))
+    if scheme.k > MAX_TABLE_PARTITIONS:
+        console.print(f"(the coefficient table of its {scheme.k} partitions is too wide to print; "
+                      "gcbench.coding.make_scheme(...).coefficients holds it)")  # fmt: skip
+    else:
+        console.print(_coefficient_table(scheme))
+
+
+MAX_TABLE_PARTITIONS = 24  # columns a terminal shows legibly
 
 
 def _coefficient_table(scheme) -> Table:

@@ -54,8 +54,8 @@ def event_only(scenario: Scenario, variant: Variant) -> str | None:
         )
     if sends_several(scheme) and not scheme.streams_messages:
         return (
-            f"takes one message per worker a round, and variant '{label}''s workers send {scheme.messages_per_worker} "
-            f"each ({variant.scheme}'s mini-tasks); {AUTO}"
+            f"takes one message per worker a round, and the workers of variant '{label}' send "
+            f"{scheme.messages_per_worker} each ({variant.scheme}'s mini-tasks); {AUTO}"
         )
     if sends_several(scheme):
         return (

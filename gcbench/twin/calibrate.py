@@ -76,6 +76,10 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None, cores:
         raise GcbenchError(f"{source}: no message reached the master, so the upload cannot be measured.")
     sources = [str(run.path) for run in runs]
     scenario = _calibrated(base, fits, fixed, speeds, float(np.mean(parts.upload)), sources, shared, cores)
+    from gcbench.twin.evaluate import SIMULATED_ITERATIONS
+
+    notes.append(f"the written scenario keeps the run's {base.iterations} iterations; the fitted and predicted "
+                 f"tables simulate {SIMULATED_ITERATIONS} per variant")  # fmt: skip
     if cores is not None:
         notes.append(f"the {base.workers} workers shared {cores} cores: each job's work is the core-seconds it "
                      "computed, and the scenario shares them again (compute.cores)")  # fmt: skip
