@@ -20,17 +20,23 @@ STRAGGLING = {"model": "independent", "probability": 0.5, "delay": 3.0}
 # the authors' round rule, at a deadline far past every worker but the stragglers: round 0 waits for all
 
 
+def rounds_on_their_weights(run, rounds: int) -> list:
+    """Run the rounds one at a time; the weights each was dispatched on."""
+    weights = []
+    for t in range(rounds):
+        weights.append(current_weights(run))
+        for _ in run.master.steps(t, t + 1):
+            pass
+    return weights
+
+
 def test_each_update_is_its_jobs_gradient_on_its_jobs_weights_repeats_included():
     """Workers 0 and 1 straggle in round 1: their results for job 1 are lost (the pattern fits lambda = 2), so in
     round 2 worker 0 repeats its job-1 task, on round 1's weights, and job 1 decodes at round 2's end."""
     sc = scenario({**SR, "policy": {"name": "relative_deadline", "mu": 20.0}}, straggling=STRAGGLING, iterations=5)
     run = make_run(sc, straggling=[(1, 0), (1, 1)])
     try:
-        weights = []
-        for t in range(5):
-            weights.append(current_weights(run))
-            for _ in run.master.steps(t, t + 1):
-                pass
+        weights = rounds_on_their_weights(run, 5)
         rec = run.rec
         assert rec.used[1].tolist() == [False, False, True, True]  # round 1 ended without its stragglers
         assert run.master.rounds.serves(0, 2) == 1 and run.master.rounds.serves(1, 2) == 2  # worker 0 repeats
@@ -57,11 +63,7 @@ def test_each_m_sgc_update_is_its_jobs_gradient_on_its_jobs_weights_redone_chunk
     sc = scenario(variant, straggling=STRAGGLING, iterations=5, training={"batch_size": 40})
     run = make_run(sc, straggling=[(1, 0)])
     try:
-        weights = []
-        for t in range(5):
-            weights.append(current_weights(run))
-            for _ in run.master.steps(t, t + 1):
-                pass
+        weights = rounds_on_their_weights(run, 5)
         rec = run.rec
         assert rec.used[1].tolist() == [False, True, True, True]  # round 1 ended without its straggler
         assert run.master.rounds.tasks(0, 2) == ((2, 0), (1, 1), (0, 1))  # the redo of job 0's chunk 1
