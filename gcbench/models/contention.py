@@ -1,17 +1,19 @@
 """Contention: workers that share a machine's cores compute more slowly the more of them compute at once.
 
-With ``compute.cores`` C, the jobs of one iteration (one draw row: a synchronous iteration's jobs start together)
-share C cores as a processor-sharing queue does: while a of them compute, each progresses at min(1, C / a) of its
-own speed, and a job leaves the queue when its compute is done (the injected delay that follows, a sleep, takes no
-core). So with works w(1) <= ... <= w(n) sorted, the k-th to finish does so at
+With ``compute.cores`` C, the jobs of one iteration (one draw row of a synchronous run) share C cores as a
+processor-sharing queue does, each from its start (its dispatch): while a of them compute, each progresses at
+min(1, C / a) of its own speed, and a job leaves the queue when its compute is done (the injected delay that
+follows, a sleep, takes no core). Started together, with works w(1) <= ... <= w(n) sorted, the k-th to finish
+does so at
 
     t(k) = t(k - 1) + (w(k) - w(k - 1)) * max(1, (n - k + 1) / C),
 
-which ``processor_sharing`` computes for every row at once. A job the master abandons stops computing in a real
-run; here it computes on, which changes no used result's time under ``stale_work: abandon`` (a job that finishes
-after the stop is not used, and those that finish before it shared the cores with it until then either way).
-``cpu_work`` is the inverse the calibration needs: the core-seconds a job computed, from the compute intervals of
-every job of a run (docs/calibration.md, "Contention").
+which ``processor_sharing`` computes for every row at once (staggered starts are stepped from event to event). A
+job the master abandons stops computing in a real run; here it computes on, which changes no used result's time
+under ``stale_work: abandon`` (a job that finishes after the stop is not used, and those that finish before it
+shared the cores with it until then either way). ``cpu_work`` is the inverse the calibration needs: the
+core-seconds a job computed, from the compute intervals of its iteration's jobs (docs/calibration.md,
+"Decompose").
 """
 
 from __future__ import annotations
