@@ -23,6 +23,7 @@ import torch
 from gcbench.coding import make_scheme
 from gcbench.compression import Sender, compressor_from
 from gcbench.real.job_worker import JobWorker
+from gcbench.real.threads import limit_process_threads
 from gcbench.training.batches import PartitionSampler
 from gcbench.training.cache import PartitionCache
 from gcbench.training.gradients import shard_gradient, share_flat_storage
@@ -34,7 +35,7 @@ class GradientWorker(JobWorker):
 
     def __init__(self, worker: int, scheme: dict, setup: dict[str, Any]) -> None:
         super().__init__(worker)
-        torch.set_num_threads(setup.get("threads", 1))
+        limit_process_threads(setup.get("threads", 1))
         self.scheme = make_scheme(scheme["name"], n=scheme["n"], s=scheme["s"], **scheme["params"])
         self.shards: dict[int, tuple] | None = None  # partition -> (images, labels, shard offset), from load
         self.device = torch.device(setup["device"])

@@ -9,9 +9,7 @@ collected and a checkpoint saved, so a block boundary is exactly the state a
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +21,7 @@ from gcbench.errors import GcbenchError
 from gcbench.master import AsynchronousMaster, SynchronousMaster, decoding_quality
 from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
 from gcbench.real.clock import WallClock
+from gcbench.real.threads import EVALUATION_THREADS, compute_threads, master_threads
 from gcbench.results.messages import MessageLog
 from gcbench.results.recorder import RunRecorder
 from gcbench.results.rows import identity, restore, row_dicts, table_columns
@@ -107,7 +106,7 @@ class VariantRun:
         torch.set_rng_state(self.rng)
         first = self.next_iteration
         try:
-            with torch_threads(master_threads(self.scheme.n, self.backend)):
+            with compute_threads(master_threads(self.scheme.n, self.backend)):
                 for t in master.steps(first, last):
                     self._record(t, on_iteration)
             self.clock.pause()  # its clock stops here: waiting for abandoned work is no iteration's
@@ -162,7 +161,7 @@ class VariantRun:
             # between iterations, and on no clock: the simulator's evaluations take no simulated time either,
             # so times to a target accuracy compare (the test set took 10 to 19 s a time on Ray with CIFAR-10)
             self.clock.pause()
-            with torch_threads(EVALUATION_THREADS):
+            with compute_threads(EVALUATION_THREADS):
                 accuracy = evaluate_master(self.learner.model, self.data, training.batch_size)
             self.clock.resume()
         self.rec.accuracy[t] = accuracy
@@ -190,27 +189,3 @@ class VariantRun:
         if self.cluster is not None:
             self.cluster.shutdown(interrupted)
             self.master = self.cluster = None
-
-
-EVALUATION_THREADS = torch.get_num_threads()  # the evaluation uses every core; the master's step fewer
-
-
-def master_threads(workers: int, backend: str = "ray") -> int:
-    """Torch threads for the master's decode and step: the cores its local workers leave free.
-
-    On a single-node cluster (the torch backend's always is) the workers share this machine's cores; spare
-    OpenMP threads in the master would only spin against them.
-    """
-    if not cluster_class(backend).single_node():
-        return torch.get_num_threads()
-    return max(1, (os.cpu_count() or 1) - workers)
-
-
-@contextmanager
-def torch_threads(count: int) -> Iterator[None]:
-    previous = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)

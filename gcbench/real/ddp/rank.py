@@ -25,6 +25,7 @@ import torch.distributed as dist
 
 from gcbench.real.processes import channel
 from gcbench.real.processes.child import orphan_watch, receive
+from gcbench.real.threads import limit_process_threads
 from gcbench.training.batches import PartitionSampler
 from gcbench.training.gradients import FlatModel, to_inputs
 from gcbench.training.models import build_model
@@ -33,7 +34,7 @@ from gcbench.training.models import build_model
 def serve(rank: int, world: int, port: int, timeout: float) -> None:
     """The process's whole life: join the channel and the group, then train what the driver asks."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    torch.set_num_threads(1)
+    limit_process_threads(1)
     threading.Thread(target=orphan_watch, args=(os.getppid(),), daemon=True).start()
     rendezvous = channel.store(port, timeout)
     down = channel.group(rendezvous, rank, 0, channel.DOWN, 1, timeout)

@@ -27,7 +27,8 @@ from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
 from gcbench.real.clock import WallClock
 from gcbench.real.processes import channel, zygote
 from gcbench.real.processes.session import WorkerSession, start_worker, worker_environment
-from gcbench.real.variant import EVALUATION_THREADS, OnIteration, VariantStopped, torch_threads
+from gcbench.real.threads import EVALUATION_THREADS, compute_threads
+from gcbench.real.variant import OnIteration, VariantStopped
 from gcbench.results.recorder import RunRecorder
 from gcbench.results.rows import identity, restore, row_dicts, table_columns
 from gcbench.scenario.build import scheme_for
@@ -185,7 +186,7 @@ class DDPRun:
         accuracy = np.nan
         if end % self.scenario.training.eval_every == 0 or end == self.scenario.iterations:
             self.clock.pause()  # (between iterations, and on no clock: as in gcbench/real/variant.py)
-            with torch_threads(EVALUATION_THREADS):
+            with compute_threads(EVALUATION_THREADS):
                 accuracy = evaluate_master(self.model, self.data, self.scenario.training.batch_size)
             self.clock.resume()
         self.rec.accuracy[end - 1] = accuracy

@@ -31,11 +31,11 @@ def serve(worker: int, session: int, port: int, timeout: float, host: str = "127
     # first, before torch's import (seconds on a loaded machine): a master killed meanwhile is noticed
     threading.Thread(target=orphan_watch, args=(os.getppid(),), daemon=True).start()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (in a process group of its own anyway: the master ends it)
-    import torch
 
     from gcbench.real.processes import channel
+    from gcbench.real.threads import limit_process_threads
 
-    torch.set_num_threads(1)
+    limit_process_threads(1)
     rendezvous = channel.scoped(channel.store(port, timeout, host), scope)
     if worker == SPARE:
         worker, session = _assignment(rendezvous, session)
