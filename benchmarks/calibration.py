@@ -98,9 +98,10 @@ def accuracy(scenario: Path, backend: str, args) -> list[str]:
     for name, table in legs.items():
         lines.append(f"-- {name}")
         for row in table.itertuples():
+            long_run = f"  long run {row.error_long_run:+.1%}" if np.isfinite(row.error_long_run) else ""
             lines.append(f"   {row.variant:<16} measured {row.measured_mean:.4f} [{row.ci_low:.4f}, {row.ci_high:.4f}]"
                          f"  simulated {row.simulated_mean:.4f}  mean {row.error_mean:+.1%}  p50 {row.error_p50:+.1%}"
-                         f"  p99 {row.error_p99:+.1%}")  # fmt: skip
+                         f"  p99 {row.error_p99:+.1%}{long_run}")  # fmt: skip
         tau, kept = ranking(table)
         lines.append(f"   Kendall's tau {tau:.2f}; ranking kept where CIs are apart: {kept}")
     predicted = legs["predicted"]

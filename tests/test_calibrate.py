@@ -139,6 +139,18 @@ def test_the_calibrated_scenario_predicts_the_run_and_another_seed(truth):
         assert ranking(table) == (1.0, True)
 
 
+def test_the_simulated_columns_are_paired_with_the_run_and_the_long_run_is_not():
+    """The scenario that made a run, compared with it, gives its very iterations back: the run's seeds and
+    iterations, the same draws of everything (persistent stragglers included). The long run's mean is another
+    draw of it, near but not equal."""
+    scenario = known(iterations=200, straggling={"model": "markov", "enter": 0.1, "leave": 0.3, "delay": 0.3})
+    run = simulated_run(scenario, seed=3)
+    table = compare(scenario, run)
+    assert table["error_mean"].abs().max() < 1e-12 and table["error_p99"].abs().max() < 1e-12, table
+    assert table["error_long_run"].abs().max() > 1e-4, table
+    assert table["error_long_run"].abs().max() < 0.15, table
+
+
 def test_a_prediction_of_other_variants_and_workers(truth):
     """Calibrated on uncoded and FR with 6 workers; predicting CR and fastest-k on 8 (same batch per partition)."""
     _, _, calibration = truth
@@ -152,6 +164,17 @@ def test_a_prediction_of_other_variants_and_workers(truth):
     other = known(workers=8, variants=variants, training=training, iterations=1500)
     table = compare(calibration.scenario, simulated_run(other, seed=2))
     assert table["error_mean"].abs().max() < 0.03, table
+
+
+def test_a_prediction_sends_the_predicted_runs_messages(truth):
+    """The same model stated with another gradient length (what compressors and the network see): predicted with
+    the target's messages, so a per-entry compress cost costs what it cost in the target run."""
+    _, _, calibration = truth
+    compressed = {"name": "randomk", "ratio": 0.5, "compress_cost": 2e-5}  # 0.02 s a message of 1000 entries
+    variants = [{"label": "FR randomk", "scheme": "fr", "s": 1, "compression": compressed}]
+    other = known(variants=variants, gradient={"length": 1000}, iterations=600)
+    table = compare(calibration.scenario, simulated_run(other, seed=4))
+    assert table["error_mean"].abs().max() < 0.05, table
 
 
 def test_workers_of_different_speeds_get_speed_factors():
@@ -300,10 +323,20 @@ def test_calibrate_writes_a_scenario_and_prints_every_leg(written, tmp_path):
         assert (report / f"{part}.png").stat().st_size > 0 and (report / f"{part}.pdf").is_file()
         assert f"| {part} |" in text and f"![{part}]({part}.png)" in text
     assert "## replay:" in text and "## fitted:" in text and "## predicted:" in text
-    for title in ("fitted parts", "replay:", "fitted:", "predicted:", "Kendall's tau"):
+    assert text.count("long-run error |") == 2 and "the very ones the run drew" in text  # (fitted and predicted)
+    for title in ("fitted parts", "replay:", "fitted:", "predicted:", "Kendall's tau", "long-run error"):
         assert title in result.output
+    assert "fewer than 50 iterations per variant" not in result.output  # (the run has more)
     again = CliRunner().invoke(app, ["calibrate", str(written), "-o", str(out)])
     assert again.exit_code == 2 and "exists already; add --force" in again.output
+
+
+def test_a_short_run_is_calibrated_with_a_warning_about_its_tails(tmp_path):
+    short = write_run(tmp_path / "short", simulated_run(known(iterations=20)))
+    result = CliRunner().invoke(app, ["calibrate", str(short), "-o", str(tmp_path / "c.yaml")])
+    assert result.exit_code == 0, result.output
+    assert "fewer than 50 iterations per variant and seed" in result.output
+    assert "no measured mean has a 95% CI" in result.output and "n/a" in result.output
 
 
 def _damaged(written: Path, tmp_path: Path, how: str) -> Path:
@@ -321,6 +354,8 @@ def _damaged(written: Path, tmp_path: Path, how: str) -> Path:
         frame.to_parquet(run / "workers.parquet", index=False)
     elif how == "damaged parquet":
         (run / "iterations.parquet").write_bytes(b"not parquet")
+    elif how == "damaged run.json":
+        (run / "run.json").write_text('{"mode": "real",\n oops}')
     elif how == "few iterations":
         frame = pd.read_parquet(run / "iterations.parquet")
         frame[frame["iteration"] < 3].to_parquet(run / "iterations.parquet", index=False)
@@ -337,7 +372,8 @@ def _damaged(written: Path, tmp_path: Path, how: str) -> Path:
         ("no workers", "has no workers.parquet"),
         ("no run.json", "has no run.json"),
         ("missing column", "its workers table lacks the columns compute_start"),
-        ("damaged parquet", "cannot read its results"),
+        ("damaged parquet", "its results tables are not readable Parquet (damaged or truncated)."),
+        ("damaged run.json", "run.json is not valid JSON (Expecting property name enclosed in double quotes at line 2"),
         ("few iterations", "only 6 iterations finished; calibration needs at least 10"),
         ("none finished", "no iteration finished"),
     ],

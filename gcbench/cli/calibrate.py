@@ -128,15 +128,22 @@ def _print_leg(title: str, table, ranking, console) -> None:
     from rich.table import Table
 
     grid = Table(title=title)
-    for heading in ("variant", "measured mean", "95% CI", "simulated mean", "error", "p50 error", "p99 error"):
+    long_run = table["long_run_mean"].notna().any()  # (the replay has none)
+    headings = ["variant", "measured mean", "95% CI", "simulated mean", "error", "p50 error", "p99 error"]
+    for heading in headings + (["long-run error"] if long_run else []):
         grid.add_column(heading, justify="left" if heading == "variant" else "right")
     for row in table.itertuples():
-        grid.add_row(row.variant, f"{row.measured_mean:.4f}", f"[{row.ci_low:.4f}, {row.ci_high:.4f}]",
-                     f"{row.simulated_mean:.4f}", f"{row.error_mean:+.1%}", f"{row.error_p50:+.1%}",
-                     f"{row.error_p99:+.1%}")  # fmt: skip
+        interval = f"[{row.ci_low:.4f}, {row.ci_high:.4f}]" if row.ci_low == row.ci_low else "n/a"
+        cells = [row.variant, f"{row.measured_mean:.4f}", interval,
+                 f"{row.simulated_mean:.4f}", f"{row.error_mean:+.1%}", f"{row.error_p50:+.1%}",
+                 f"{row.error_p99:+.1%}", *([f"{row.error_long_run:+.1%}"] if long_run else [])]  # fmt: skip
+        grid.add_row(*cells)
     console.print(grid)
     tau, kept = ranking
-    if len(table) > 1:
+    if len(table) > 1 and table["ci_low"].isna().all():
+        say(console, f"Kendall's tau {tau:.2f}; no measured mean has a 95% CI (one seed and fewer than 50 iterations), "
+                     "so whether the ranking is kept where they are apart cannot be judged")  # fmt: skip
+    elif len(table) > 1:
         say(console, f"Kendall's tau {tau:.2f}; ranking {'kept' if kept else 'NOT kept'} where the 95% CIs are apart")
 
 

@@ -23,6 +23,7 @@ from gcbench.twin.decompose import Parts, decompose
 from gcbench.twin.fit import Fit, fit_part, measured_quantiles
 from gcbench.twin.measured import MeasuredRun
 
+FEW_ITERATIONS = 50  # per variant and seed: below it calibrate warns (the refusal is at MIN_ITERATIONS in all)
 SPEED_P_VALUE, SPEED_SPREAD = 1e-3, 0.05
 SHARED_MIN = 0.03  # standard deviation of log time below which no shared slowness is modelled
 
@@ -79,7 +80,12 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None, cores:
     from gcbench.twin.evaluate import SIMULATED_ITERATIONS
 
     notes.append(f"the written scenario keeps the run's {base.iterations} iterations; the fitted and predicted "
-                 f"tables simulate {SIMULATED_ITERATIONS} per variant")  # fmt: skip
+                 "tables simulate each run's own seeds and iterations (its very stragglers), and the long run "
+                 f"{SIMULATED_ITERATIONS} iterations per variant")  # fmt: skip
+    short = [run for run in runs if run.iterations.groupby(["variant", "seed"]).size().max() < FEW_ITERATIONS]
+    for run in short:
+        notes.append(f"{run.path}: fewer than {FEW_ITERATIONS} iterations per variant and seed: the fits' tails, and "
+                     "every p99 measured, rest on a handful of samples; a run of 100 or more fits them")  # fmt: skip
     if cores is not None:
         notes.append(f"the {base.workers} workers shared {cores} cores: each job's work is the core-seconds it "
                      "computed, and the scenario shares them again (compute.cores)")  # fmt: skip

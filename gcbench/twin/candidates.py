@@ -52,6 +52,14 @@ class Candidate:
         return "stale" if stale else "exact" if self.exact else "approximate"
 
 
+def check_scheme_names(schemes: list[str] | None) -> None:
+    """--schemes names registered schemes only (checked before the cluster is read: a typo is said first)."""
+    known = available_schemes()
+    unknown = [name for name in schemes or [] if name not in known]
+    if unknown:
+        raise GcbenchError(f"--schemes: unknown scheme {', '.join(unknown)}; gcbench schemes lists {', '.join(known)}.")
+
+
 def enumerate_candidates(scenario: Scenario, schemes: list[str] | None = None, max_s: int | None = None,
                          policies: list[str] | None = None, max_burst: int = MAX_BURST,
                          max_window: int = MAX_WINDOW) -> list[Candidate]:  # fmt: skip
@@ -62,9 +70,7 @@ def enumerate_candidates(scenario: Scenario, schemes: list[str] | None = None, m
     known = available_schemes()
     # a sequential scheme's (B, W, lambda) search is tens of candidates, each a round at a time: asked for by name
     schemes = [name for name in known if not scheme_class(name).sequential] if schemes is None else schemes
-    unknown = [name for name in schemes if name not in known]
-    if unknown:
-        raise GcbenchError(f"--schemes: unknown scheme {', '.join(unknown)}; gcbench schemes lists {', '.join(known)}.")
+    check_scheme_names(schemes)
     trains = scenario.training.in_simulator
     allowed = [p for p in ENUMERATED if trains or p not in ASYNCHRONOUS]
     policies = allowed if policies is None else policies

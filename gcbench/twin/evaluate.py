@@ -5,7 +5,8 @@ between the variants' simulated and measured means.
 - replay: the run's own measured arrival times (dispatch, compute, injected delay and upload, as they happened)
   through the policy's stop rule, the one the simulator's engines run: it proves the engine follows the real
   master's rules, whatever the fits;
-- fitted: the calibrated scenario simulated, against the run it was fitted to;
+- fitted: the calibrated scenario simulated, against the run it was fitted to, paired with it: the run's seeds and
+  iterations, so the injected models draw what the run drew (``compare``), with the long run's mean beside it;
 - predicted: the calibrated scenario with another run's variants (and its workers and injected models), against
   that run: calibrate from one run, predict another. With other workers or another batch size a partition holds
   batch_size / workers samples: the per-partition compute is scaled by that ratio (the fixed part is not).
@@ -25,9 +26,11 @@ from gcbench.scenario.schema import Scenario
 from gcbench.twin.fit import scaled
 from gcbench.twin.measured import MeasuredRun
 
-SIMULATED_ITERATIONS = 5000  # per variant: the simulated mean's own error is then far below the measurement's
+SIMULATED_ITERATIONS = 5000  # per variant, the long run: its mean's own error is then far below the measurement's
+LONG_RUN_SEED = 1_000_003  # the long run's draws: a seed no run is likely to have used, so they are independent
 COLUMNS = ["variant", "measured_mean", "ci_low", "ci_high", "measured_p50", "measured_p99", "simulated_mean",
-           "simulated_p50", "simulated_p99", "error_mean", "error_p50", "error_p99", "bias"]  # fmt: skip
+           "simulated_p50", "simulated_p99", "error_mean", "error_p50", "error_p99", "bias", "long_run_mean",
+           "error_long_run"]  # fmt: skip
 
 
 def replay(run: MeasuredRun) -> pd.DataFrame:
@@ -61,17 +64,37 @@ def _stops(policy, scheme, arrivals: np.ndarray) -> np.ndarray:
 
 
 def compare(scenario: Scenario, run: MeasuredRun, iterations: int = SIMULATED_ITERATIONS) -> pd.DataFrame:
-    """The scenario simulated with the run's variants (and its workers and injected models) against the run."""
-    from gcbench.sim.engines import engine_for, simulate_with
+    """The scenario simulated with the run's variants (and its workers and injected models) against the run.
 
-    scenario = for_run(scenario, run, iterations)
+    The simulated columns are paired with the measurement: each of the run's seeds simulated for the run's
+    iterations, so the injected models (straggling, failures, overhead) draw exactly what the run drew (each model
+    has a stream of its own of the seed: gcbench/scenario/draws.py), and only what was fitted differs. The
+    measured mean of a short run moves with the stragglers it happened to draw (persistent ones most: a Markov
+    burst lasts many iterations), and the paired simulation moves with them. ``long_run_mean`` is the variant's
+    mean over ``iterations`` simulated with another draw of everything: what the cluster does on average."""
+
+    measured_iterations = int(run.iterations["iteration"].max()) + 1
+    paired = for_run(scenario, run, measured_iterations)
+    long_run = for_run(scenario, run, iterations)
     rows = []
     for label in run.variants:
-        variant = _variant(scenario, label)
-        rec = simulate_with(engine_for(scenario, variant), scenario, variant, scheme_for(scenario, variant),
-                            scenario.seeds[0])  # fmt: skip
-        rows.append(_row(label, run.iterations[run.iterations["variant"] == label], rec.duration))
+        measured = run.iterations[run.iterations["variant"] == label]
+        simulated = []
+        for seed, rows_of_seed in measured.groupby("seed", sort=True):
+            rec = _simulated(paired, label, int(seed))
+            simulated.append(rec.duration[rows_of_seed["iteration"].to_numpy()])
+        row = _row(label, measured, np.concatenate(simulated))
+        row["long_run_mean"] = float(_simulated(long_run, label, LONG_RUN_SEED).duration.mean())
+        row["error_long_run"] = row["long_run_mean"] / row["measured_mean"] - 1.0
+        rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _simulated(scenario: Scenario, label: str, seed: int):
+    from gcbench.sim.engines import engine_for, simulate_with
+
+    variant = _variant(scenario, label)
+    return simulate_with(engine_for(scenario, variant), scenario, variant, scheme_for(scenario, variant), seed)
 
 
 def for_run(calibrated: Scenario, run: MeasuredRun, iterations: int) -> Scenario:
@@ -89,6 +112,7 @@ def for_run(calibrated: Scenario, run: MeasuredRun, iterations: int) -> Scenario
     compute["overhead"] = _dumped(target.compute.overhead)
     update = {
         "workers": target.workers,
+        "gradient": target.gradient,
         "variants": target.variants,
         "straggling": target.straggling,
         "failures": target.failures,
@@ -106,13 +130,13 @@ def for_run(calibrated: Scenario, run: MeasuredRun, iterations: int) -> Scenario
 
 def check_shape(calibrated: Scenario, run: MeasuredRun) -> None:
     """A run the calibrated cluster can predict trains the same model on the same data (the compute fitted is
-    that model's); its workers and batch size may differ."""
+    that model's); its workers and batch size may differ, and its messages are its own (``gradient``: what the
+    variants' compressors and the network see, which two scenarios of one model may state differently)."""
     cal, target = calibrated.training, run.scenario.training
-    if (cal.model, cal.dataset) != (target.model, target.dataset) or calibrated.gradient != run.scenario.gradient:
+    if (cal.model, cal.dataset) != (target.model, target.dataset):
         raise GcbenchError(
-            f"{run.path}: trains {target.model} on {target.dataset} (gradient of {run.scenario.gradient.length}), "
-            f"and the calibration measured {cal.model} on {cal.dataset} (gradient of {calibrated.gradient.length}); "
-            "predict a run of the model and data set calibrated."
+            f"{run.path}: trains {target.model} on {target.dataset}, and the calibration measured {cal.model} on "
+            f"{cal.dataset}; predict a run of the model and data set calibrated."
         )
 
 

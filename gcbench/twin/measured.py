@@ -3,6 +3,7 @@ workers' rows joined to their iteration's start and end."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,8 +56,12 @@ def read_measured(path: Path) -> MeasuredRun:
         raise GcbenchError(f"{path}: no such results directory.")
     try:
         iterations, workers, meta = read_results(path)
-    except (OSError, ValueError) as error:  # a damaged Parquet file or run.json
-        raise GcbenchError(f"{path}: cannot read its results ({error.__class__.__name__}: {error}).") from None
+    except json.JSONDecodeError as error:  # (a ValueError: first)
+        raise GcbenchError(
+            f"{path / 'run.json'} is not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})."
+        ) from None
+    except (OSError, ValueError):  # a damaged Parquet file
+        raise GcbenchError(f"{path}: its results tables are not readable Parquet (damaged or truncated).") from None
     if not meta:
         raise GcbenchError(f"{path}: has no run.json, so its scenario is unknown; calibrate a run gcbench wrote.")
     if meta.get("mode") != "real":
