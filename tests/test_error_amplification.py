@@ -47,3 +47,11 @@ def test_every_scheme_reports_its_amplification(name):
         report.worst
     )  # (a mean of equal values: ulps)
     assert len(report.worst_stragglers) == scheme.tolerance  # (s, but none for M-SGC: its guarantee spans rounds)
+
+
+def test_uncoded_s_reference_is_on_the_same_workers_even_where_a_job_has_more_partitions():
+    """M-SGC at n = 6 splits a job into k = 42 partitions; the uncoded design it is compared with is uncoded on
+    the same 6 workers, whose decode sums 6 messages: sqrt(6), not sqrt(42)."""
+    scheme = make_scheme("m_sgc", n=6, s=2, burst=1, window=3, lam=2)
+    assert scheme.k == 42
+    assert scheme.error_amplification().uncoded == pytest.approx(math.sqrt(6))

@@ -20,7 +20,8 @@ from gcbench.coding._conditioning import straggler_sets
 
 @dataclass(frozen=True)
 class AmplificationReport:
-    """||W||_F over the straggler sets scanned: the worst, the mean, and uncoded's sqrt(k) to compare with."""
+    """||W||_F over the straggler sets scanned: the worst, the mean, and uncoded's on the same n workers (its n
+    messages of m slices summed: sqrt(n m)) to compare with."""
 
     worst: float
     mean: float
@@ -43,7 +44,7 @@ def amplification_report(scheme: Any, limit: int = 2000) -> AmplificationReport:
     return AmplificationReport(
         worst=norms[worst],
         mean=float(np.mean(norms)),
-        uncoded=float(np.sqrt(scheme.k * scheme.m)),
+        uncoded=float(np.sqrt(scheme.n * scheme.m)),  # (not k: a multiplexed job has k > n partitions)
         sets_checked=len(sets),
         exhaustive=exhaustive,
         worst_stragglers=tuple(sets[worst]),

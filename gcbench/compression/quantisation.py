@@ -15,7 +15,7 @@ from gcbench.compression._registry import register_compressor
 
 @register_compressor
 class QSGD(Compressor):
-    """Each entry stochastically rounded to one of ``levels`` levels of the message's norm, with its sign:
+    """Each entry stochastically rounded to one of ``levels`` equal steps of the message's norm, with its sign:
     unbiased; ceil(log2(2 levels + 1)) bits an entry, packed, and the norm.
 
     Alistarh et al. 2017's quantiser Q_s with s = levels and the 2-norm, sent at a fixed width (no Elias coding,
