@@ -23,7 +23,7 @@ def test_one_instance_shows_assignment_and_condition_number():
     result = runner.invoke(app, ["schemes", "cr", "--n", "12", "--s", "3"])
     assert result.exit_code == 0, result.output
     assert "load 4 partitions/worker" in result.output
-    assert "worst decoding condition number over every straggler set(s) of size 3" in result.output
+    assert "worst decoding condition number over every straggler set of size 3" in result.output
     assert "coefficients (worker x partition)" in result.output
 
 
@@ -131,3 +131,11 @@ def test_an_approximate_instance_shows_its_construction_facts():
     assert (
         "random 3-regular graph (seed 0), lambda = " in result.output and "fixed-decoder error bound" in result.output
     )
+
+
+def test_a_coefficient_too_small_for_two_decimals_shows_its_size():
+    """cyclic-MDS at n = 12, s = 2: worker 0's coefficient on partition 0 is about 0.004, which 0.00 would hide."""
+    result = runner.invoke(app, ["schemes", "cyclic_mds", "--n", "12", "--s", "2"])
+    assert result.exit_code == 0
+    first_row = next(line for line in result.output.splitlines() if line.strip().startswith("0 "))
+    assert "4e-03" in first_row and " 0.00 " not in first_row

@@ -64,6 +64,15 @@ def test_run_sim_is_simulate_and_takes_the_iterations_override(tmp_path):
     assert json.loads((tmp_path / "run" / "run.json").read_text())["scenario"]["iterations"] == 5
 
 
+def test_run_sim_check_checks_and_simulates_nothing(tmp_path):
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
+    out = tmp_path / "o"
+    result = runner.invoke(app, ["run", str(scenario), "--sim", "--check", "--iterations", "7", "--out", str(out)])
+    assert result.exit_code == 0 and "valid" in result.output and "7 iterations" in result.output, result.output
+    assert not out.exists()
+
+
 def test_run_sim_takes_seeds_and_asks_for_force_before_overwriting(tmp_path):
     scenario, out = tmp_path / "tiny.yaml", tmp_path / "run"
     scenario.write_text(TINY)
@@ -179,12 +188,35 @@ def test_rerunning_into_a_folder_leaves_no_stale_workers_table(tmp_path):
     assert not (out / "workers.parquet").exists()
 
 
+def test_a_missing_interval_is_explained(tmp_path):
+    scenario = tmp_path / "short.yaml"
+    scenario.write_text(TINY)
+    result = runner.invoke(app, ["simulate", str(scenario), "--out", str(tmp_path / "o"), "--seeds", "0"])
+    assert result.exit_code == 0 and "n/a" in result.output
+    assert "95% CI n/a: one seed and fewer than 50 iterations" in result.output
+
+
+def test_an_interval_clipped_at_zero_says_so(tmp_path):
+    """Two seeds, one with a 5 s straggler in 10 iterations and one without: the t interval's lower end falls
+    below 0, and a mean time cannot be negative."""
+    scenario = tmp_path / "clip.yaml"
+    scenario.write_text(
+        "name: clip\nworkers: 4\niterations: 10\nseeds: [0, 1]\n"
+        "compute: {per_partition: {distribution: exponential, rate: 100}}\n"
+        "straggling: {model: independent, probability: 0.05, delay: 5.0}\n"
+        "variants:\n  - {label: uncoded, scheme: uncoded, policy: wait_all}\n"
+    )
+    result = runner.invoke(app, ["simulate", str(scenario), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 0 and "[0 (clipped), " in result.output, result.output
+
+
 def test_asynchronous_runs_show_staleness(tmp_path):
     scenario = tmp_path / "async.yaml"
     scenario.write_text(TINY.replace("{scheme: fr, s: 1}", "{scheme: uncoded, policy: async}"))
     result = runner.invoke(app, ["simulate", str(scenario), "--out", str(tmp_path / "o")])
     assert result.exit_code == 0 and "staleness" in result.output
     assert "an iteration is one model update from k results" in result.output
+    assert "Pipelined schemes" not in result.output and "Sequential schemes" not in result.output  # (none ran)
 
 
 def test_out_onto_existing_results_asks_for_force(tmp_path):
@@ -238,6 +270,10 @@ def test_overrides_are_validated_like_the_file(tmp_path):
         ("--seeds", "0,x"): "--seeds: give comma-separated whole numbers such as 0,1,2, not '0,x'.",
         ("--seeds", "0,-1"): "--seeds: seeds are whole numbers >= 0, not '0,-1'.",
         ("--seeds", "1,1"): "seeds: Value error, give each seed once",
+        (
+            "--iterations",
+            "-3",
+        ): "with the command-line options: iterations: Input should be greater than or equal to 1.",
     }
     for option, message in cases.items():
         for check in ([], ["--check"]):

@@ -163,7 +163,7 @@ def test_the_simulator_charges_a_round_the_schemes_share_of_a_mini_batch(tmp_pat
         ({"s": 3, "lam": 4}, r"'lam' parameter of m_sgc must be an int in \[1, 3\]"),  # lambda = n: no coded part
         ({"s": 1, "lam": 1, "code": "rs"}, "code must be one of cyclic_mds, cr, fr"),
         ({"s": 1, "lam": 1, "window": 1}, "'window' parameter of m_sgc must be"),
-        ({"s": 2, "lam": 2, "code": "fr"}, "D2 groups cannot use fr here"),  # fr needs lambda + 1 to divide n
+        ({"s": 2, "lam": 2, "code": "fr"}, "coded groups cannot use fr here"),  # fr needs lambda + 1 to divide n
     ],
 )
 def test_what_m_sgc_cannot_take_is_one_sentence(params, message):
@@ -180,6 +180,7 @@ MS = "  - {scheme: m_sgc, burst: 1, window: 2, lam: 2POLICY}\n"
         (MS.replace("POLICY", ", policy: {name: fastest_k, k: 4}"), "not fastest_k"),
         (MS.replace("POLICY", ", policy: async"), "not async"),
         (MS.replace("POLICY", ", s: 1"), "so its s must be 2 (got 1)"),
+        (MS.replace("lam: 2", "lam: 4").replace("POLICY", ""), "'lam' parameter of m_sgc must be an int in [1, 3]"),
     ],
 )
 def test_what_a_scenario_cannot_run_is_one_sentence_and_exit_2(tmp_path, variant, message):

@@ -138,6 +138,12 @@ def test_bad_filters_are_one_sentence(tmp_path, args, message):
     assert result.output.count("\n") == 1
 
 
+def test_an_unknown_scheme_is_named_before_the_cluster_is_read():
+    """A typo in --schemes is said first, even where the source has a problem of its own (here: none exists)."""
+    result = runner.invoke(app, ["recommend", "no/such/scenario.yaml", "--schemes", "frr"])
+    assert result.exit_code == 2 and "unknown scheme frr" in result.output, result.output
+
+
 def test_a_source_that_cannot_be_weighed_is_refused(tmp_path):
     sim = tmp_path / "sim"
     assert runner.invoke(app, ["simulate", str(cluster(tmp_path)), "--out", str(sim)]).exit_code == 0

@@ -224,3 +224,36 @@ def test_a_non_finite_learning_rate_is_refused(tmp_path):
     assert done.exit_code == 2 and done.stderr == (
         f"error: {path} with the command-line options: training.learning_rate: Input should be a finite number.\n"
     )
+
+
+def test_run_check_says_what_would_train_and_trains_nothing(tmp_path):
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE + "training: {dataset: synthetic, batch_size: 6}\n")
+    out = tmp_path / "o"
+    done = runner.invoke(app, ["run", str(path), "--backend", "local", "--check", "--seeds", "0,1", "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    assert "x 2 seeds x" in done.output and "would train on the local backend; nothing was run." in done.output
+    assert not out.exists()
+    cifar = BASE + f"training: {{dataset: cifar10, batch_size: 6, cache_dir: {tmp_path / 'cache'}}}\n"
+    path.write_text(cifar)  # no --data-dir, nothing downloaded before: the run would need the internet, and says so
+    done = runner.invoke(app, ["run", str(path), "--backend", "local", "--check"])
+    assert done.exit_code == 0 and "so the run will download it with torchvision" in done.output, done.output
+
+
+@pytest.mark.parametrize(
+    ("training", "extra", "expected"),
+    [
+        ("{dataset: cifar10, data_dir: no/such/folder, batch_size: 6}", [], "folder does not exist; a relative"),
+        ("{dataset: cifar10, data_dir: /no/such/folder, batch_size: 6}", [], "/no/such/folder does not exist. CIFAR"),
+        ("{dataset: synthetic, batch_size: 6}", ["--lr", "inf"], "training.learning_rate: Input should be a finite"),
+        ("{dataset: synthetic, batch_size: 6}", ["--resume", "x"], "--check checks a new run"),
+    ],
+)
+def test_run_check_refuses_what_the_run_would_in_one_sentence(tmp_path, monkeypatch, training, extra, expected):
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE + f"training: {training}\n")
+    monkeypatch.chdir(tmp_path)
+    done = runner.invoke(app, ["run", str(path), "--backend", "local", "--check", *extra])
+    assert done.exit_code == 2 and expected in done.stderr and done.stderr.count("\n") == 1, done.output

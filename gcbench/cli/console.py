@@ -113,7 +113,12 @@ def simulate_scenario(
             lambda finished: bar.update(task, completed=finished),
             ray_cluster=None if ray is None else ray["address"] or "local",
         )
-    print_summary(done.summary, list(points[0].values), console)
+    variants = [v for point in points for v in point.scenario.variants]
+    print_summary(done.summary, list(points[0].values), console, variants)
+    from gcbench.results.summary import interval_note
+
+    if (note := interval_note(done.summary)) and note.startswith("95% CI n/a"):  # (why a column says n/a)
+        console.print(note)
     print_trace_cleaning(points, console)
     console.print(engine_sentence(done.engines, done.link))
     console.print(f"results: {done.out}  ({done.rows} iterations simulated in {done.seconds:.1f} s)")
@@ -137,6 +142,19 @@ def engine_sentence(chosen: dict[str, str], link: str | None = None) -> str:
     return f"engine: {engines}" + ("" if link is None else f"; shared link model: {link}")
 
 
+def check_scenario(path: Path, console: Console, overrides: dict[str, Any] | None = None) -> None:
+    """Validate as a run would, up to the engine of each variant, and say what the scenario holds."""
+    from gcbench.sim.simulation import check_simulation
+
+    points = check_simulation(path, overrides)
+    scenario = points[0].scenario
+    console.print(
+        f"{path}: valid — {scenario.workers} workers, {len(scenario.variants)} variants, "
+        f"{len(points)} sweep point(s), {len(scenario.seeds)} seed(s), {scenario.iterations} iterations each."
+    )
+    print_trace_cleaning(points, console)
+
+
 def print_trace_cleaning(points: list[SweepPoint], console: Console) -> None:
     from gcbench.sim.simulation import cleanings
 
@@ -147,7 +165,10 @@ def print_trace_cleaning(points: list[SweepPoint], console: Console) -> None:
 # -- the summary table: a simulation's, and a real run's -------------------------------------------------------------
 
 
-def print_summary(summary: pd.DataFrame, sweep_columns: list[str], console: Console) -> None:
+def print_summary(
+    summary: pd.DataFrame, sweep_columns: list[str], console: Console, variants: list | None = None
+) -> None:
+    """The summary table per sweep point; ``variants`` (every point's) say which staleness sentences apply."""
     import pandas as pd
     from rich.table import Table
 
@@ -159,7 +180,7 @@ def print_summary(summary: pd.DataFrame, sweep_columns: list[str], console: Cons
         for name in names + training_headings(rows):
             table.add_column(name, justify="left" if name == "variant" else "right")
         for row in rows.itertuples():
-            interval = f"[{row.ci_low:.4g}, {row.ci_high:.4g}]" if pd.notna(row.ci_low) else "n/a"
+            interval = f"[{interval_low(row.ci_low)}, {row.ci_high:.4g}]" if pd.notna(row.ci_low) else "n/a"
             cells = [row.variant, f"{row.mean:.4g}", interval, f"{row.p50:.4g}", f"{row.p99:.4g}"]
             speedup = f"{row.speedup:.2f}x" if pd.notna(row.speedup) else "n/a"
             cells += [speedup, f"{row.exact_share:.0%}"] + ([f"{row.staleness:.2f}"] if stale else [])
@@ -168,14 +189,36 @@ def print_summary(summary: pd.DataFrame, sweep_columns: list[str], console: Cons
         if "final_loss" in rows.columns:
             console.print(TRAINED_NOTE + (TARGET_NOTE if "time_to_target" in rows.columns else ""))
         if stale:
-            console.print(
-                "Asynchronous policies: an iteration is one model update from k results, "
-                "and staleness is how many updates old the used results were on average; "
-                "their speedup over synchronous iterations is not comparable (n/a). "
-                "Pipelined schemes: staleness is the mean age, in steps, of the oldest cached partition gradient "
-                "a decode used. Sequential schemes (sr_sgc, m_sgc): staleness is the rounds between a job's "
-                "dispatch and its decode (sr_sgc's B, m_sgc's W - 2 + B); an iteration is a round."
-            )
+            console.print(staleness_note(variants))
+
+
+def interval_low(low: float) -> str:
+    """A 95% interval's lower end as printed: one clipped at 0 (a mean time cannot be negative) says so."""
+    return "0 (clipped)" if low == 0.0 else f"{low:.4g}"
+
+
+STALENESS_NOTES = {
+    "asynchronous": "Asynchronous policies: an iteration is one model update from k results, and staleness is how "
+    "many updates old the used results were on average; their speedup over synchronous iterations is not "
+    "comparable (n/a).",
+    "pipelined": "Pipelined schemes: staleness is the mean age, in steps, of the oldest cached partition gradient a "
+    "decode used.",
+    "sequential": "Sequential schemes (sr_sgc, m_sgc): staleness is the rounds between a job's dispatch and its "
+    "decode (sr_sgc's B, m_sgc's W - 2 + B); an iteration is a round.",
+}
+
+
+def staleness_note(variants: list | None) -> str:
+    """What staleness means for the kinds of stale variants run (``variants``: the scenarios' variants; every kind
+    where not known)."""
+    from gcbench.coding import scheme_class
+
+    kinds = set(STALENESS_NOTES)
+    if variants is not None:
+        kinds = {kind for v in variants for kind, stale in (("asynchronous", not v.policy.synchronous),
+                 ("pipelined", scheme_class(v.scheme).pipelined), ("sequential", scheme_class(v.scheme).sequential))
+                 if stale}  # fmt: skip
+    return " ".join(note for kind, note in STALENESS_NOTES.items() if kind in kinds)
 
 
 TRAINED_NOTE = "Final loss and test accuracy: each seed's last, averaged over the seeds."

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from gcbench.cli.console import ForceOption, SeedsOption, SetOption, say, user_errors, wide_console
+from gcbench.cli.console import ForceOption, SeedsOption, SetOption, interval_low, say, user_errors, wide_console
 from gcbench.errors import GcbenchError
 
 
@@ -47,13 +47,14 @@ def recommend(
 ) -> None:
     """Rank every scheme, s and policy that applies to a cluster by its simulated speed (or time to accuracy)."""
     from gcbench.results.metadata import new_run_directory
-    from gcbench.twin.candidates import enumerate_candidates
+    from gcbench.twin.candidates import check_scheme_names, enumerate_candidates
     from gcbench.twin.recommend import DEFAULT_ITERATIONS
     from gcbench.twin.recommend import recommend as rank
 
     console = wide_console()
     if out is not None and out.exists() and any(out.iterdir()) and not force:
         raise GcbenchError(f"--out {out}: holds files already; add --force to overwrite them, or choose another.")
+    check_scheme_names(_names(schemes))
     scenario, origin = _cluster(source, seeds, sets)
     candidates = enumerate_candidates(scenario, _names(schemes), max_s, _names(policies), max_burst, max_window)
     count = iterations or DEFAULT_ITERATIONS
@@ -127,7 +128,7 @@ def _print_top(table, top: int, console) -> None:
         for heading in ("rank", "candidate", str(table["metric"].iloc[0]), "95% CI", "speedup", "why"):
             grid.add_column(heading)
         for row in shown.itertuples():
-            interval = f"{row.ci_low:.4g} - {row.ci_high:.4g}" if row.ci_low == row.ci_low else "n/a"
+            interval = f"{interval_low(row.ci_low)} - {row.ci_high:.4g}" if row.ci_low == row.ci_low else "n/a"
             speedup = f"{row.speedup:.2f}x" if np.isfinite(row.speedup) and row.speedup > 0 else "n/a"
             value = f"{row.value:.4g}" if np.isfinite(row.value) else "never"
             grid.add_row(str(row.rank), row.candidate, value, interval, speedup, row.reason)

@@ -12,6 +12,7 @@ from gcbench.cli.console import (
     ForceOption,
     SeedsOption,
     SetOption,
+    check_scenario,
     say,
     simulate_scenario,
     user_errors,
@@ -44,8 +45,8 @@ def run(
     address: Annotated[
         str | None, typer.Option("--address", help="With --backend ray: an existing Ray cluster (default: local).")
     ] = None,
-    iterations: Annotated[int | None, typer.Option("--iterations", min=1, help="Override the scenario's.")] = None,
-    batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Global mini-batch size.")] = None,
+    iterations: Annotated[int | None, typer.Option("--iterations", help="Override the scenario's.")] = None,
+    batch_size: Annotated[int | None, typer.Option("--batch-size", help="Global mini-batch size.")] = None,
     lr: Annotated[float | None, typer.Option("--lr", help="Learning rate.")] = None,
     model: Annotated[
         str | None, typer.Option("--model", help="small_cnn, resnet18, or softmax (cheap, for sweeps).")
@@ -62,6 +63,9 @@ def run(
     ] = None,
     sets: SetOption = None,
     force: ForceOption = False,
+    check: Annotated[
+        bool, typer.Option("--check", help="Check the scenario, backend and data for this run; train nothing.")
+    ] = False,
 ) -> None:
     """Train the scenario's variants on Ray, torch.distributed or one process (--backend), or simulate with --sim.
 
@@ -79,7 +83,12 @@ def run(
         overrides = parse_sets(sets or [])
         if seeds is not None:
             overrides["seeds"] = parse_seeds(seeds)
-        simulate_scenario(scenario, out, None, True, wide_console(), iterations, overrides=overrides, force=force)
+        if iterations is not None:
+            overrides["iterations"] = iterations
+        if check:
+            check_scenario(scenario, wide_console(), overrides)
+            return
+        simulate_scenario(scenario, out, None, True, wide_console(), overrides=overrides, force=force)
         return
     from gcbench.real.run import serve_as_helper
 
@@ -89,6 +98,13 @@ def run(
     training = {"batch_size": batch_size, "learning_rate": lr, "model": model, "dataset": dataset}
     training.update(data_dir=data_dir, device=device)
     choose = {"variants": variants, "seeds": seeds, "sets": sets}
+    if check:
+        from gcbench.real.run import checked_run
+
+        if resume is not None:
+            raise GcbenchError("--check checks a new run; a resumed one was checked when it began.")
+        say(wide_console(), checked_run(scenario, backend, iterations, training, choose))
+        return
     if resume is not None:
         given = {"--out": out, "--iterations": iterations, "--batch-size": batch_size, "--lr": lr, "--model": model}
         given.update({"--dataset": dataset, "--data-dir": data_dir, "--device": device, "--variants": variants})
@@ -200,7 +216,7 @@ def report(session, status: str, out: Path, console: Console) -> None:
     from gcbench.results.summary import interval_note
 
     iterations, summary = write_summary(session, out)
-    print_summary(summary, [], console)
+    print_summary(summary, [], console, session.scenario.variants)
     if note := interval_note(summary):
         say(console, note)
     evaluated = iterations.dropna(subset=["accuracy"]).groupby(["variant", "seed"], sort=False)

@@ -118,6 +118,13 @@ def scheme_options_help() -> str:
     return f"Scheme parameters, after NAME: {'; '.join(uses) or 'none'}."
 
 
+def _sets(report, size: int) -> str:
+    """The straggler sets a report scanned, in words: every one of the size, or the sample."""
+    if report.exhaustive:
+        return f"every straggler set of size {size}"
+    return f"{report.sets_checked} sampled straggler sets of size {size}"
+
+
 def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Console | None = None) -> None:
     """Properties, assignment and coefficients, and worst condition number of one instance."""
     from gcbench.coding import make_scheme
@@ -125,7 +132,6 @@ def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Con
     console = console or wide_console()
     scheme = make_scheme(name, n=n, s=s, **params)
     report = scheme.worst_condition()
-    scope = "every" if report.exhaustive else f"{report.sets_checked} sampled"
     console.print(f"[bold]{scheme!r}[/bold]  {'exact' if scheme.exact else 'approximate'}")
     console.print(f"construction: {scheme.construction}")
     pipelined = f" per step, holding {scheme.held} (round robin, the rest cached)" if scheme.pipelined else ""
@@ -136,18 +142,17 @@ def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Con
             f"tolerates {scheme.facts['tolerates']} stragglers across rounds ({scheme.tolerance} whole workers "
             "missing from all of one job's messages)"
             if scheme.sequential
-            else f"tolerates {scheme.tolerance} straggler(s)"
+            else f"tolerates {scheme.tolerance} straggler{'' if scheme.tolerance == 1 else 's'}"
         )
     )
     console.print(
-        f"worst decoding condition number over {scope} straggler set(s) of size {scheme.tolerance}: "
+        f"worst decoding condition number over {_sets(report, scheme.tolerance)}: "
         f"{report.worst:.3g} (stragglers {list(report.worst_stragglers)})"
     )
     amplification = scheme.error_amplification()
-    scope = "every" if amplification.exhaustive else f"{amplification.sets_checked} sampled"
     console.print(
         f"error amplification (decoding weights' Frobenius norm, the factor on compressed messages' errors) over "
-        f"{scope} straggler set(s) of size {scheme.tolerance}: worst {amplification.worst:.3g} "
+        f"{_sets(amplification, scheme.tolerance)}: worst {amplification.worst:.3g} "
         f"(stragglers {list(amplification.worst_stragglers)}), mean {amplification.mean:.3g}; uncoded's is "
         f"{amplification.uncoded:.3g}"
     )
@@ -181,7 +186,11 @@ def _coefficient_table(scheme) -> Table:
 def _cell(values: np.ndarray, held: bool, m: int) -> str:
     if not held:
         return "·"
-    return f"{values.flat[0]:.2f}" if m == 1 and values.size == 1 else "■"
+    if m != 1 or values.size != 1:
+        return "■"
+    value = float(values.flat[0])
+    # (a held partition's coefficient too small for two decimals shows its size, not a 0.00 that reads as exact)
+    return f"{value:.0e}" if value != 0 and abs(value) < 0.005 else f"{value:.2f}"
 
 
 def _takes(cls) -> str:

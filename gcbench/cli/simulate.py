@@ -4,7 +4,7 @@ loads, checks, runs and writes it)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,7 +12,7 @@ from gcbench.cli.console import (
     ForceOption,
     SeedsOption,
     SetOption,
-    print_trace_cleaning,
+    check_scenario,
     simulate_scenario,
     user_errors,
     wide_console,
@@ -20,7 +20,7 @@ from gcbench.cli.console import (
 from gcbench.errors import GcbenchError
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    pass
 
 
 @user_errors
@@ -34,7 +34,7 @@ def simulate(
     workers_table: Annotated[
         bool, typer.Option("--workers-table/--no-workers-table", help="Write workers.parquet.")
     ] = True,
-    iterations: Annotated[int | None, typer.Option("--iterations", min=1, help="Override the scenario's.")] = None,
+    iterations: Annotated[int | None, typer.Option("--iterations", help="Override the scenario's.")] = None,
     seeds: SeedsOption = None,
     sets: SetOption = None,
     force: ForceOption = False,
@@ -70,19 +70,6 @@ def simulate(
         return
     on_ray = {"address": address} if ray else None
     simulate_scenario(scenario, out, jobs, workers_table, console, overrides=overrides, force=force, ray=on_ray)
-
-
-def check_scenario(path: Path, console: Console, overrides: dict[str, Any] | None = None) -> None:
-    """Validate as a run would, up to the engine of each variant, and say what the scenario holds."""
-    from gcbench.sim.simulation import check_simulation
-
-    points = check_simulation(path, overrides)
-    scenario = points[0].scenario
-    console.print(
-        f"{path}: valid — {scenario.workers} workers, {len(scenario.variants)} variants, "
-        f"{len(points)} sweep point(s), {len(scenario.seeds)} seed(s), {scenario.iterations} iterations each."
-    )
-    print_trace_cleaning(points, console)
 
 
 def check_ray_options(ray: bool, address: str | None, jobs: int | None) -> None:

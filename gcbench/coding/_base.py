@@ -85,8 +85,11 @@ class Scheme(abc.ABC):
         for key, value in params.items():
             check_like_default(self.name, key, value, self.defaults[key])
         self.n = check_int(self.name, "n", n, 1, MAX_WORKERS)
-        self.s = check_int(self.name, "s", s, 0, self.n - 1)
         self.params = {**self.defaults, **params}
+        if params and self.derived_s(params) == s:  # s follows from the parameters given: they are checked first
+            self.s, self.m, self.k = s, 1, self.n
+            self._check_parameters()
+        self.s = check_int(self.name, "s", s, 0, self.n - 1)
         self.m = check_int(self.name, "m", self.params.get("m", 1), 1, self.n)
         self.k = self.n
         self._check_parameters()

@@ -165,7 +165,7 @@ class MultiplexedSGC(Scheme):
         B = check_int(self.name, "burst", self.params["burst"], 1, 2**31)
         W = check_int(self.name, "window", self.params["window"], B + 1, 2**31)
         if self.n < 2:
-            raise SchemeParameterError("m_sgc needs at least 2 workers (its D2 groups are codes with lam >= 1).")
+            raise SchemeParameterError("m_sgc needs at least 2 workers (its coded groups are codes with lam >= 1).")
         lam = check_int(self.name, "lam", self.params["lam"], 1, self.n - 1)
         if self.params["code"] not in self.CODES:
             raise SchemeParameterError(
@@ -173,7 +173,8 @@ class MultiplexedSGC(Scheme):
             )
         if self.s != lam:
             raise SchemeParameterError(
-                f"m_sgc's s is lam, the stragglers each D2 group tolerates, so its s must be {lam} (got {self.s})."
+                f"m_sgc's s is lam, the stragglers each of its coded groups tolerates, so its s must be {lam} "
+                f"(got {self.s})."
             )
         self.k = self.n * ((W - 1) * (lam + 1) + B)
 
@@ -223,7 +224,7 @@ class MultiplexedSGC(Scheme):
         try:
             code = make_scheme(self.params["code"], n=n, s=lam)
         except SchemeParameterError as error:
-            raise SchemeParameterError(f"m_sgc's D2 groups cannot use {self.params['code']} here: {error}") from None
+            raise SchemeParameterError(f"m_sgc's coded groups cannot use {self.params['code']} here: {error}") from None
         chunk, d1_total = lam + 1, n * (W - 1) * (lam + 1)
         partitions, coefficients = [], []
         for w in range(n):

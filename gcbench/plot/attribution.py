@@ -45,7 +45,8 @@ def attribution_map(iterations: pd.DataFrame, workers: pd.DataFrame | None,
     shown = min(SHOWN, int(at["iteration"].max()) + 1)
     axes[-1].set_xlabel(f"iteration (the first {shown}, at {where})")
     if image is not None:
-        bar = fig.colorbar(image, ax=list(axes), fraction=0.03, pad=0.01)
+        # (below the panels, not beside them: a panel's title, left-aligned, may run past its axes' right edge)
+        bar = fig.colorbar(image, ax=list(axes), location="bottom", fraction=0.02, pad=0.1, aspect=60)
         bar.set_ticks([1, 1.5, 2, 3, 4], labels=["≤ 1", "1.5", "2", "3", "≥ 4"])
         bar.ax.minorticks_off()
         bar.set_label("compute per partition / iteration's median worker", fontsize=7)

@@ -86,6 +86,28 @@ def new_run(
     return RealRun(scenario, path, backend, out, meta)
 
 
+def checked_run(path: Path, backend: str, iterations: int | None, training: dict[str, Any],
+                choose: dict[str, Any] | None = None) -> str:  # fmt: skip
+    """``gcbench run --check``: the scenario as the run would take it, refused in one sentence where the backend or
+    this machine could not run it (a CIFAR-10 copy that is not there included); what would run. Nothing starts."""
+    scenario = real_scenario(path, iterations, training, **(choose or {}))
+    RealRun(scenario, path, backend, Path("."), {}).check_backend()
+    data = ""
+    if scenario.training.dataset == "cifar10":
+        from gcbench.training.data import DEFAULT_CACHE, check_data_dir
+
+        training = scenario.training
+        if training.data_dir is not None:
+            check_data_dir(training.data_dir)
+        elif not (Path(training.cache_dir or DEFAULT_CACHE) / "cifar-10-batches-py").is_dir():
+            data = (" CIFAR-10: no --data-dir and no copy downloaded before, so the run will download it with "
+                    "torchvision (it needs the internet; offline, give --data-dir).")  # fmt: skip
+    seeds, count = len(scenario.seeds), len(scenario.variants)
+    what = f"{count} variant{'s' if count != 1 else ''} x {seeds} seed{'s' if seeds != 1 else ''}"
+    where = f"would train on the {backend} backend; nothing was run."
+    return f"{path}: {what} x {scenario.iterations} iterations {where}{data}"
+
+
 def machine_cores() -> int:
     """The cores this process may run on (the workers of a local cluster share them): gcbench calibrate models
     their contention when there are fewer than workers."""

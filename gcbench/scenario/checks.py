@@ -92,13 +92,21 @@ def size_problems(scenario: ScenarioFields) -> list[str]:
     return problems
 
 
+def _s_derived(variant: Variant) -> bool:
+    """Whether the variant's s follows from its scheme's other parameters (m_sgc's lam, sr_sgc's s')."""
+    try:
+        return scheme_class(variant.scheme).derived_s(variant.scheme_params()) == variant.s
+    except SchemeParameterError:
+        return False
+
+
 def variant_problems(n: int, variants: list[tuple[int, Variant]]) -> list[str]:
     """Problems of the (index, variant) pairs given for n workers: their schemes, policies and labels."""
     problems = []
     labels = [v.display_label() for _, v in variants]
     for position, (i, variant) in enumerate(variants):
         where = f"variants[{i}]"
-        if variant.s >= n:
+        if variant.s >= n and not _s_derived(variant):  # (a derived s: the scheme names its own parameter)
             problems.append(f"{where}.s: must be < workers ({n})")
             continue
         unknown = parameter_problem(variant)

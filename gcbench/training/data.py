@@ -68,16 +68,25 @@ def synthetic(train: int = 4096, test: int = 1024, seed: int = 0) -> Dataset:
     return Dataset(*draw(train), *draw(test))
 
 
+def check_data_dir(data_dir: str | Path) -> Path:
+    """The local CIFAR-10 copy's path, refused in one sentence where nothing is there."""
+    data_dir = Path(data_dir)
+    if not data_dir.exists():
+        relative = "" if data_dir.is_absolute() else (
+            f"; a relative path is taken from the current directory, so it means {data_dir.resolve()}"
+        )  # fmt: skip
+        raise GcbenchError(
+            f"training.data_dir (the scenario's field, or --data-dir): {data_dir} does not exist{relative}. "
+            f"{HOW_TO_PROVIDE}"
+        )
+    return data_dir
+
+
 def cifar10(data_dir: Path | None, cache_dir: Path = DEFAULT_CACHE) -> Dataset:
     """CIFAR-10 from a local copy (cached after the first decode), or torchvision's download."""
     if data_dir is None:
         return _torchvision_download(cache_dir)
-    data_dir = Path(data_dir)
-    if not data_dir.exists():
-        raise GcbenchError(
-            f"training.data_dir (the scenario's field, or --data-dir): {data_dir} does not exist; a relative path is "
-            f"taken from the current directory, so it means {data_dir.resolve()}. {HOW_TO_PROVIDE}"
-        )
+    data_dir = check_data_dir(data_dir)
     cache = cache_dir / f"cifar10-{_fingerprint(data_dir)}.npz"
     if cache.is_file():
         with np.load(cache) as stored:
