@@ -20,7 +20,7 @@ from gcbench.scenario import load_scenario
 from gcbench.scenario.loading import SweepPoint
 from gcbench.scenario.schema import Scenario
 from gcbench.sim.tasks import Task, run_task
-from gcbench.twin.calibrate import calibrate, scenario_yaml
+from gcbench.twin.calibrate import calibrate, compute_scaled, matched_to_means, scenario_yaml
 from gcbench.twin.decompose import decompose
 from gcbench.twin.evaluate import compare, ranking, replay
 from gcbench.twin.fit import fit_part, fitted, scaled
@@ -137,6 +137,24 @@ def test_the_calibrated_scenario_predicts_the_run_and_another_seed(truth):
         assert table["error_mean"].abs().max() < 0.02, table
         assert table["error_p99"].abs().max() < 0.10, table
         assert ranking(table) == (1.0, True)
+
+
+def test_the_compute_factor_gives_the_calibrating_variants_their_measured_mean():
+    """A compute model 25% too slow is brought back by the factor (about 1 / 1.25: the injected delays, dispatch
+    and upload do not scale), and the calibrating variants then simulate, paired, to their measured mean."""
+    scenario = known(iterations=300)
+    run = simulated_run(scenario, seed=2)
+    matched, note = matched_to_means(compute_scaled(scenario, 1.25), [run], None)
+    factor = float(note.split("fits times ")[1].split(":")[0])
+    assert 0.75 < factor < 0.85, note
+    assert compare(matched, run)["error_mean"].abs().max() < 0.005
+    assert "+0.0% off the measured one" in note or "-0.0% off the measured one" in note, note
+
+
+def test_the_calibrated_scenario_says_its_compute_factor_and_needs_almost_none_on_its_own_tables(truth):
+    _, _, calibration = truth
+    note = next(note for note in calibration.notes if "fits times" in note)
+    assert abs(float(note.split("fits times ")[1].split(":")[0]) - 1.0) < 0.03, note
 
 
 def test_the_simulated_columns_are_paired_with_the_run_and_the_long_run_is_not():

@@ -73,21 +73,29 @@ def compare(scenario: Scenario, run: MeasuredRun, iterations: int = SIMULATED_IT
     burst lasts many iterations), and the paired simulation moves with them. ``long_run_mean`` is the variant's
     mean over ``iterations`` simulated with another draw of everything: what the cluster does on average."""
 
-    measured_iterations = int(run.iterations["iteration"].max()) + 1
-    paired = for_run(scenario, run, measured_iterations)
     long_run = for_run(scenario, run, iterations)
     rows = []
-    for label in run.variants:
-        measured = run.iterations[run.iterations["variant"] == label]
-        simulated = []
-        for seed, rows_of_seed in measured.groupby("seed", sort=True):
-            rec = _simulated(paired, label, int(seed))
-            simulated.append(rec.duration[rows_of_seed["iteration"].to_numpy()])
-        row = _row(label, measured, np.concatenate(simulated))
+    for label, simulated in paired(scenario, run).items():
+        row = _row(label, run.iterations[run.iterations["variant"] == label], simulated)
         row["long_run_mean"] = float(_simulated(long_run, label, LONG_RUN_SEED).duration.mean())
         row["error_long_run"] = row["long_run_mean"] / row["measured_mean"] - 1.0
         rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def paired(scenario: Scenario, run: MeasuredRun, labels: list[str] | None = None) -> dict[str, np.ndarray]:
+    """Per variant (``labels``, default every one the run's master ran): the scenario's iteration times simulated
+    with the run's seeds for the run's iterations, in the order of the run's rows of that variant grouped by seed."""
+    scenario = for_run(scenario, run, int(run.iterations["iteration"].max()) + 1)
+    out = {}
+    for label in run.variants if labels is None else labels:
+        measured = run.iterations[run.iterations["variant"] == label]
+        simulated = []
+        for seed, rows_of_seed in measured.groupby("seed", sort=True):
+            rec = _simulated(scenario, label, int(seed))
+            simulated.append(rec.duration[rows_of_seed["iteration"].to_numpy()])
+        out[label] = np.concatenate(simulated) if simulated else np.zeros(0)
+    return out
 
 
 def _simulated(scenario: Scenario, label: str, seed: int):
