@@ -145,16 +145,17 @@ def test_the_compute_factor_gives_the_calibrating_variants_their_measured_mean()
     scenario = known(iterations=300)
     run = simulated_run(scenario, seed=2)
     matched, note = matched_to_means(compute_scaled(scenario, 1.25), [run], None)
-    factor = float(note.split("fits times ")[1].split(":")[0])
+    factor = float(note.split("the fit times ")[1].split(" ")[0])
     assert 0.75 < factor < 0.85, note
     assert compare(matched, run)["error_mean"].abs().max() < 0.005
-    assert "+0.0% off the measured one" in note or "-0.0% off the measured one" in note, note
+    assert "take +0.0% of the measured total time" in note or "take -0.0% of the measured" in note, note
+    assert note.startswith("compute.per_partition and compute.fixed are the fit times"), note
 
 
 def test_the_calibrated_scenario_says_its_compute_factor_and_needs_almost_none_on_its_own_tables(truth):
     _, _, calibration = truth
-    note = next(note for note in calibration.notes if "fits times" in note)
-    assert abs(float(note.split("fits times ")[1].split(":")[0]) - 1.0) < 0.03, note
+    note = next(note for note in calibration.notes if "the fit times" in note)
+    assert abs(float(note.split("the fit times ")[1].split(" ")[0]) - 1.0) < 0.03, note
 
 
 def test_the_simulated_columns_are_paired_with_the_run_and_the_long_run_is_not():

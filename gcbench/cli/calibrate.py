@@ -112,7 +112,7 @@ def _print_fits(calibration, console) -> None:
     from rich.table import Table
 
     table = Table(title="fitted parts")
-    for heading in ("part", "distribution", "samples", "censored", "order-stat. error", "KS", "mean (s)"):
+    for heading in ("part", "distribution", "samples", "censored", "order-stat. error", "KS", "measured mean (s)"):
         table.add_column(heading, justify="left" if heading in ("part", "distribution") else "right")
     for part, fit in calibration.fits.items():
         table.add_row(part, fit.distribution["distribution"], str(fit.samples), str(fit.censored),
@@ -139,6 +139,12 @@ def _print_leg(title: str, table, ranking, console) -> None:
                  f"{row.error_p99:+.1%}", *([f"{row.error_long_run:+.1%}"] if long_run else [])]  # fmt: skip
         grid.add_row(*cells)
     console.print(grid)
+    if long_run:
+        from gcbench.twin.evaluate import SIMULATED_ITERATIONS
+
+        say(console, "simulated: the run's own seeds and iterations (its very stragglers); long-run error: the "
+                     f"same scenario over {SIMULATED_ITERATIONS} iterations of other draws, against the measured "
+                     "mean")  # fmt: skip
     tau, kept = ranking
     if len(table) > 1 and table["ci_low"].isna().all():
         say(console, f"Kendall's tau {tau:.2f}; no measured mean has a 95% CI (one seed and fewer than 50 iterations), "

@@ -137,10 +137,12 @@ def matched_to_means(scenario: Scenario, runs: list[MeasuredRun], variants: list
         matched = compute_scaled(scenario, factor)
         simulated = totals(matched)[1]
     after = simulated / measured - 1.0
+    parts = "compute.per_partition and compute.fixed are" if scenario.compute.fixed else "compute.per_partition is"
     return matched, (
-        f"compute.per_partition and compute.fixed are the fits times {factor:.4f}: with it the calibrating "
-        f"variants' simulated mean iteration time (paired with the runs) is {after:+.1%} off the measured one, "
-        f"{before:+.1%} with the fits alone"
+        f"{parts} the fit times {factor:.4f} (the fitted parts' table shows the fit before it): the calibrating "
+        f"variants' iterations, all together and simulated with the runs' own seeds and stragglers, then take "
+        f"{after:+.1%} of the measured total time, {before:+.1%} with the fit alone (each variant's own error is "
+        "in the fitted table)"
     )
 
 

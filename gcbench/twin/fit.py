@@ -42,7 +42,8 @@ class Fit:
         censored = f", {self.censored} censored" if self.censored else ""
         return (
             f"{what}: {self.distribution['distribution']} fitted to {self.samples} samples{censored} of {source}; "
-            f"order-statistic error (2-fold CV) {self.score:.3f} [{others}]; KS {self.ks:.3f}; mean {self.mean:.4g} s"
+            f"order-statistic error (2-fold CV) {self.score:.3f} [{others}]; KS {self.ks:.3f}; "
+            f"measured mean {self.mean:.4g} s"
         )
 
 
