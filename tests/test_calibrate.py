@@ -148,7 +148,7 @@ def test_the_compute_factor_gives_the_calibrating_variants_their_measured_mean()
     factor = float(note.split("the fit times ")[1].split(" ")[0])
     assert 0.75 < factor < 0.85, note
     assert compare(matched, run)["error_mean"].abs().max() < 0.005
-    assert "take +0.0% of the measured total time" in note or "take -0.0% of the measured" in note, note
+    assert "total time by +0.0%" in note or "total time by -0.0%" in note, note
     assert note.startswith("compute.per_partition and compute.fixed are the fit times"), note
 
 

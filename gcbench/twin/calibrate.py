@@ -140,9 +140,9 @@ def matched_to_means(scenario: Scenario, runs: list[MeasuredRun], variants: list
     parts = "compute.per_partition and compute.fixed are" if scenario.compute.fixed else "compute.per_partition is"
     return matched, (
         f"{parts} the fit times {factor:.4f} (the fitted parts' table shows the fit before it): the calibrating "
-        f"variants' iterations, all together and simulated with the runs' own seeds and stragglers, then take "
-        f"{after:+.1%} of the measured total time, {before:+.1%} with the fit alone (each variant's own error is "
-        "in the fitted table)"
+        f"variants' iterations, all together and simulated with the runs' own seeds and stragglers, then differ "
+        f"from their measured total time by {after:+.1%}, by {before:+.1%} with the fit alone (each variant's own "
+        "error is in the fitted table)"
     )
 
 
