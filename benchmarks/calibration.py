@@ -15,7 +15,7 @@ The calibration time is reported against a reference measured in the same proces
 
     python benchmarks/calibration.py [--backend torch|ray|both] [--scenario scenarios/cifar10.yaml ...]
         [--iterations 150] [--seeds 0,1] [--data-dir ../shared/data/cifar10-jpeg.tar.gz] [--out DIR]
-        [--timing-only] [--cores N] [--reuse]
+        [--timing-only] [--cores N] [--reuse] [--device cuda] [--skip-timing]
 
 ``--cores``: the cores the workers shared, whose contention calibration models where they are fewer than the
 workers (default: what each run recorded; runs before gcbench recorded it need it given); ``--reuse``
@@ -52,6 +52,7 @@ def real_run(scenario: Path, backend: str, out: Path, variants: list[str], args)
                "--set", f"variants=[{', '.join(variants)}]",
                "--set", f"training.checkpoint_every={args.turn}"]  # fmt: skip
     command += ["--data-dir", str(args.data_dir)] if args.data_dir else ["--dataset", "synthetic"]
+    command += ["--device", args.device] if args.device else []
     print("+", " ".join(command), flush=True)
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return out
@@ -185,11 +186,13 @@ def main() -> None:
         help="the cores the workers shared (default: what the runs recorded); 0: model no contention",
     )
     parser.add_argument("--reuse", action="store_true", help="calibrate the runs already in --out again")
+    parser.add_argument("--device", default=None, help="the runs' training.device (default: the scenario's)")
+    parser.add_argument("--skip-timing", action="store_true", help="leave out calibrate's time on 100,000 rows")
     args = parser.parse_args()
     if args.cores == 0:
         args.cores = 10**6  # (as many as any run's workers: no contention)
-    lines = calibration_time()
-    print(lines[0], flush=True)
+    lines = [] if args.skip_timing else calibration_time()
+    print("\n".join(lines), flush=True)
     if not args.timing_only:
         backends = ["torch", "ray"] if args.backend == "both" else [args.backend]
         for scenario in args.scenario:

@@ -102,7 +102,7 @@ def test_the_driver_evaluates_between_stretches_that_end_at_every_evaluation():
     sc = scenario({"scheme": "uncoded", "policy": "allreduce"}, iterations=10, training={"eval_every": 4})
     assert stretches(0, 10, sc) == [(0, 4), (4, 8), (8, 10)]
     assert stretches(5, 6, sc) == [(5, 6)]
-    assert rank_devices(sc, 4) == (["cpu"] * 4, "gloo")
+    assert rank_devices(sc, 4) == (["cpu"] * 4, "gloo", False)
 
 
 # -- real runs (rank processes) -----------------------------------------------------------------------------
@@ -274,17 +274,20 @@ def test_ctrl_c_stops_an_allreduce_run_with_status_130_and_no_rank_left(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.cuda
 @pytest.mark.skipif(
     not __import__("torch").cuda.is_available(), reason="no CUDA device here: the NCCL and CUDA path needs one"
 )
 @pytest.mark.parametrize("workers", [1, 4])
 def test_on_a_gpu_the_ranks_train_on_cuda_as_one_process_does(workers):
-    """One GPU per rank: NCCL (1 worker on any GPU machine); more ranks than GPUs: gloo on the one device."""
+    """One GPU per rank: NCCL (1 worker on any GPU machine); more ranks than GPUs: the shared-GPU backend."""
     import torch
+
+    from gcbench.real.ddp.run import SHARED_GPU_BACKEND
 
     sc = scenario({"scheme": "uncoded", "policy": "allreduce"}, workers=workers, iterations=3,
                   training={"device": "cuda"})  # fmt: skip
-    devices, backend = rank_devices(sc, workers)
-    assert backend == ("nccl" if torch.cuda.device_count() >= workers else "gloo")
+    devices, backend, _ = rank_devices(sc, workers)
+    assert backend == ("nccl" if torch.cuda.device_count() >= workers else SHARED_GPU_BACKEND)
     iterations, _ = trained(ddp(sc), [3])
     np.testing.assert_allclose(iterations["loss"], local_losses(sc), rtol=1e-3)

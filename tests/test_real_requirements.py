@@ -41,14 +41,38 @@ def gcbench_without_real_extra(*args: str, cwd: Path = ROOT) -> subprocess.Compl
     )
 
 
-def test_a_real_run_without_the_real_extra_says_how_to_install_it():
-    result = gcbench_without_real_extra("run", "scenarios/cifar10.yaml", "--backend", "local", "--dataset", "synthetic")
+@pytest.mark.parametrize(("backend", "missing"), [("ray", "torch, torchvision, ray"), ("local", "torch, torchvision")])
+def test_a_real_run_without_the_real_extra_says_how_to_install_it(backend, missing):
+    """Each backend names what it misses of the extra: Ray only where it runs on Ray."""
+    result = gcbench_without_real_extra("run", "scenarios/cifar10.yaml", "--backend", backend, "--dataset", "synthetic")
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [
-        "error: real runs need the [real] extra (torch, torchvision, ray cannot be imported): install it with "
+        f"error: real runs need the [real] extra ({missing} cannot be imported): install it with "
         "pip install -e '.[real]' in a clone of gcbench, or pip install 'gcbench[real]', or simulate with --sim."
     ]
+
+
+# the same, where only Ray cannot be imported (a GPU machine's image with torch and no Ray, say)
+WITHOUT_RAY = WITHOUT_REAL_EXTRA.replace('("torch", "torchvision", "ray")', '("ray",)')
+
+
+@pytest.mark.slow
+def test_the_torch_and_local_backends_train_where_ray_is_not_installed(tmp_path):
+    """Only the Ray backend needs Ray: a torch-backend run of two variants and the DDP baseline, and a local run,
+    train and write their tables without it."""
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for backend in ("torch", "local"):
+        out = tmp_path / backend
+        result = subprocess.run(
+            [sys.executable, "-c", WITHOUT_RAY, "run", str(ROOT / "scenarios" / "cifar10.yaml"), "--backend", backend,
+             "--dataset", "synthetic", "--iterations", "2", "--out", str(out), "--set", "workers=2",
+             "--set", "variants=[{scheme: uncoded}, {scheme: fr, s: 1}, {scheme: uncoded, policy: allreduce}]"],
+            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert (out / "iterations.parquet").is_file()
 
 
 def test_run_sim_works_without_the_real_extra(tmp_path):
@@ -104,6 +128,6 @@ def test_training_in_the_simulator_without_the_real_extra_says_how_to_install_it
     result = gcbench_without_real_extra("simulate", "scenarios/trained_sweep.yaml", "--iterations", "2")
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.strip().splitlines() == [
-        "error: scenarios that train in the simulator need the [real] extra (torch, torchvision, ray cannot be "
+        "error: scenarios that train in the simulator need the [real] extra (torch, torchvision cannot be "
         f"imported): install it with {INSTALL}, or set training.in_simulator: false."
     ]

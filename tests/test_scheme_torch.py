@@ -33,6 +33,7 @@ def test_float32_tensors_stay_float32():
     torch.testing.assert_close(out, grads.sum(0), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_tensors_are_decoded_on_the_gpu():
     scheme = make_scheme("cyclic_mds", n=6, s=1)
@@ -61,6 +62,7 @@ def test_cpu_tensors_decode_into_out():
     torch.testing.assert_close(out, grads.sum(0), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_tensors_with_m_slices_are_one_matrix_product_on_the_gpu():
     scheme = make_scheme("cce_cr", n=6, s=1, m=3)

@@ -74,9 +74,9 @@ def run(
     Ctrl-C (exit 130) and SIGTERM (exit 143) keep the checkpoints and the rows so far; --resume DIR continues.
     """
     if real:  # before anything else: the one sentence a user without the [real] extra needs
-        from gcbench.real.requirements import require_real_extra
+        from gcbench.real.requirements import REAL_MODULES, TRAINING_MODULES, require_real_extra
 
-        require_real_extra()
+        require_real_extra(modules=REAL_MODULES if backend == "ray" else TRAINING_MODULES)
     if not real:
         from gcbench.scenario.overrides import parse_seeds, parse_sets
 

@@ -92,9 +92,7 @@ def combine_into(rows: Sequence, weights: np.ndarray, vectors: Sequence) -> None
         return
     weights, vectors = weights[:, used], [vectors[i] for i in used]
     if is_torch(rows[0]) and rows[0].device.type != "cpu":
-        block = _torch_block(vectors)
-        for row, value in zip(rows, (_torch_weights(weights, block) @ block).unbind(0), strict=True):
-            row.copy_(value[: row.shape[0]])
+        product_into(rows, weights, vectors)
         return
     if is_torch(rows[0]):
         views = _numpy_views([*rows, *vectors])
@@ -112,6 +110,41 @@ def combine_into(rows: Sequence, weights: np.ndarray, vectors: Sequence) -> None
     for start in range(0, max(row.shape[0] for row in rows), columns):
         end = start + columns
         add([row[start:end] for row in rows], per_row, [v[start:end] for v in vectors])
+
+
+def product_into(rows: Sequence, weights: np.ndarray, vectors: Sequence) -> None:
+    """``combine_into`` on a GPU: one matrix product W @ block (m x L) of the messages as one r x L block, in
+    the messages' dtype (torch leaves TF32 off for float32 matrix products unless told otherwise).
+
+    Messages that already lie one after another in memory (the learner copies a step's messages to the GPU
+    into one block) are that block as they are; others are stacked into one first. Rows that lie one after
+    another in one vector (the decoded gradient's slices) are written by the product itself; others (a short
+    last slice) are copied out of it."""
+    block = _consecutive(vectors)
+    if block is None:
+        block = _torch_block(vectors)
+    w = _torch_weights(weights, block)
+    target = _consecutive(rows)
+    if target is not None and target.shape[1] == block.shape[1]:
+        import torch  # (a GPU's tensors are here: torch is imported already)
+
+        torch.matmul(w, block, out=target)
+        return
+    for row, value in zip(rows, (w @ block).unbind(0), strict=True):
+        row.copy_(value[: row.shape[0]])
+
+
+def _consecutive(vectors: Sequence):
+    """The vectors as one r x L tensor sharing their memory, where they are contiguous, of one length, dtype
+    and storage, each starting where the one before ends; else None."""
+    first = vectors[0]
+    length, size = first.shape[0], first.element_size()
+    for i, v in enumerate(vectors):
+        if (v.shape[0] != length or v.dtype != first.dtype or not v.is_contiguous()
+                or v.data_ptr() != first.data_ptr() + i * length * size
+                or v.untyped_storage().data_ptr() != first.untyped_storage().data_ptr()):  # fmt: skip
+            return None
+    return first.as_strided((len(vectors), length), (length, 1))
 
 
 def _axpy_for(rows: list[np.ndarray], vectors: list[np.ndarray]):

@@ -70,7 +70,7 @@ def load_checkpoint(path: Path, scenario, variant, data) -> dict[str, Any] | Non
     try:
         with warnings.catch_warnings():  # torch warns about foreign pickles before it refuses them
             warnings.simplefilter("ignore")
-            state = torch.load(path, weights_only=True)
+            state = torch.load(path, weights_only=True, map_location="cpu")  # a GPU run's too
     except Exception:  # noqa: BLE001 - whatever the loader says, the file is not one gcbench wrote
         raise _damaged(path, "it cannot be read as a weights-only torch file") from None
     problem = _structure_problem(state, scenario.iterations, scheme_workers(scenario, variant))

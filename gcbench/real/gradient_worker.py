@@ -26,6 +26,7 @@ from gcbench.real.job_worker import JobWorker
 from gcbench.real.threads import limit_process_threads
 from gcbench.training.batches import PartitionSampler
 from gcbench.training.cache import PartitionCache
+from gcbench.training.device import synchronize, to_host, worker_device
 from gcbench.training.gradients import shard_gradient, share_flat_storage
 from gcbench.training.models import build_model
 
@@ -38,7 +39,7 @@ class GradientWorker(JobWorker):
         limit_process_threads(setup.get("threads", 1))
         self.scheme = make_scheme(scheme["name"], n=scheme["n"], s=scheme["s"], **scheme["params"])
         self.shards: dict[int, tuple] | None = None  # partition -> (images, labels, shard offset), from load
-        self.device = torch.device(setup["device"])
+        self.device = torch.device(worker_device(setup["device"], worker))  # several workers may share a GPU
         self.model = build_model(setup["model"], setup["classes"], setup["seed"]).to(self.device)
         self.flat = share_flat_storage(self.model)  # loading weights is one copy
         self.sampler = PartitionSampler(setup["samples"], self.scheme.k, setup["batch_size"], setup["seed"])
@@ -92,11 +93,12 @@ class GradientWorker(JobWorker):
             grads[j], losses[j] = shard_gradient(self.model, self.shards[j], self.sampler, batch, j, self.device)
             if self.cache is not None:
                 self.cache.store(j, grads[j], losses[j], version)
+        synchronize(self.device)  # the GPU's queued backward is part of the compute
         computed = time.time()
         if self.cache is not None:
             extra["versions"] = self.cache.versions()
         encoded = grads if self.cache is None else self.cache.gradients()
-        vectors = dict(enumerate(m.cpu().numpy() for m in self.scheme.encode(self.worker, encoded)))
+        vectors = dict(enumerate(to_host(m) for m in self.scheme.encode(self.worker, encoded)))
         sent = self._compressed(batch, vectors, extra)
         messages = [sent[i] for i in sorted(sent)]
         load = np.array([len(grads)], dtype=float)
@@ -127,10 +129,11 @@ class GradientWorker(JobWorker):
                 if job in self.abandoned:
                     return self.reply(start, time.time(), True, injected=0.0)
                 grads[j], losses[j] = shard_gradient(self.model, self.shards[j], self.sampler, task_job, j, self.device)
-            vector = self.scheme.encode_message(self.worker, index, {j: g.cpu().numpy() for j, g in grads.items()})
+            vector = self.scheme.encode_message(self.worker, index, {j: to_host(g) for j, g in grads.items()})
             vectors.append(self._compressed(task_job, {index: vector}, extra)[index])
             task_losses.append(losses)
             computed_partitions += len(grads)
+        synchronize(self.device)
         computed = time.time()
         load = np.array([computed_partitions * self.scheme.partition_share])  # (in uncoded partitions)
         penalty = self.straggling.penalty(np.array([computed - start]), load, np.array([straggling]))
@@ -173,6 +176,7 @@ class GradientWorker(JobWorker):
             due = [i for i, after in enumerate(ready) if after == done]
             if not due:
                 continue
+            synchronize(self.device)
             computed = time.time()
             delay = self._share(computed - start - slept, done, len(parts), straggling, overhead) - slept
             messages = self._compressed(batch, self._encode_some(grads, due))
@@ -209,7 +213,7 @@ class GradientWorker(JobWorker):
         spare = next(iter(grads.values()))
         full = {j: grads.get(j, spare) for j in self.scheme.partitions(self.worker)}
         encoded = self.scheme.encode(self.worker, full)
-        return {i: encoded[i].cpu().numpy() for i in due}
+        return {i: to_host(encoded[i]) for i in due}
 
     def _load_weights(self, weights: np.ndarray) -> None:
         if self.device.type == "cpu":

@@ -13,13 +13,14 @@ import importlib.util
 from gcbench.errors import GcbenchError
 
 REAL_MODULES = ("torch", "torchvision", "ray")
+TRAINING_MODULES = ("torch", "torchvision")  # what training needs without Ray: the torch and local backends
 INSTALL = "pip install -e '.[real]' in a clone of gcbench, or pip install 'gcbench[real]'"
 
 
-def missing_real_modules() -> list[str]:
-    """The modules of the [real] extra that cannot be imported here."""
+def missing_real_modules(modules: tuple[str, ...] = REAL_MODULES) -> list[str]:
+    """The modules of the [real] extra (or those of it named) that cannot be imported here."""
     missing = []
-    for name in REAL_MODULES:
+    for name in modules:
         try:
             found = importlib.util.find_spec(name) is not None
         except (ImportError, ValueError):  # a parent package that fails, or a module blocked in sys.modules
@@ -29,10 +30,12 @@ def missing_real_modules() -> list[str]:
     return missing
 
 
-def require_real_extra(needs: str = "real runs", otherwise: str = "or simulate with --sim") -> None:
-    """Refuse what trains (a real run, or training in the simulator) without the [real] extra, saying how to
-    install it."""
-    if missing := missing_real_modules():
+def require_real_extra(
+    needs: str = "real runs", otherwise: str = "or simulate with --sim", modules: tuple[str, ...] = REAL_MODULES
+) -> None:
+    """Refuse what trains (a real run, or training in the simulator) without the [real] extra's ``modules``
+    (Ray only where the run needs it), saying how to install it."""
+    if missing := missing_real_modules(modules):
         raise GcbenchError(
             f"{needs} need the [real] extra ({', '.join(missing)} cannot be imported): install it with {INSTALL}, "
             f"{otherwise}."

@@ -54,11 +54,13 @@ class RealRun:
 
     def check_backend(self) -> None:
         """What the backend and this machine must offer the scenario, before the data is read and Ray starts."""
-        from gcbench.training.device import check_device
+        from gcbench.training.device import check_ddp_backend, check_device
 
         refuse_pipelined_without_caches(self.scenario, self.backend)
         refuse_sequential_without_earlier_weights(self.scenario, self.backend)
         check_device(self.scenario.training.device)
+        if any(not variant.policy.needs_master for variant in self.scenario.variants):  # the DDP baseline
+            check_ddp_backend(self.scenario.training)
 
     @contextmanager
     def driving(self) -> Iterator[None]:

@@ -130,7 +130,8 @@ class VariantRun:
 
     def _start(self):
         scenario, training = self.scenario, self.scenario.training
-        self.learner = Learner(self.scheme, training, self.data.classes, self.seed, self.variant.sent_compressed)
+        self.learner = Learner(self.scheme, training, self.data.classes, self.seed, self.variant.sent_compressed,
+                               resolve_device(training.device))  # fmt: skip
         entries = -(-self.learner.d // self.scheme.m)  # one message: a float32 slice of the gradient, or its payload
         self.rec.message_bytes = self.variant.compressor.payload_bytes(entries, 4)
         self.rng = torch.get_rng_state()

@@ -176,6 +176,8 @@ class Training(Config):
     eval_every: PositiveInt = 50
     checkpoint_every: PositiveInt = 100
     device: str = "auto"  # auto: CUDA when available
+    # the DDP baseline's process group: auto is gloo on the CPU, NCCL on GPUs (gcbench/real/ddp/run.py)
+    ddp_backend: Literal["auto", "gloo", "nccl"] = "auto"
     timeout: Annotated[float, Field(gt=0)] = 120.0  # seconds any single wait may take
     in_simulator: bool = False  # gcbench simulate trains for real, in simulated time
     target_accuracy: Annotated[float, Field(gt=0, le=1)] | None = None  # test accuracy whose time the summary reports

@@ -36,6 +36,7 @@ from gcbench.sim.event import draws_for, master_for
 from gcbench.training.batches import PartitionSampler
 from gcbench.training.cache import PartitionCache
 from gcbench.training.data import Dataset, load_data
+from gcbench.training.device import resolve_device, to_host
 from gcbench.training.evaluation import evaluate_master
 from gcbench.training.gradients import shard_gradient, share_flat_storage
 from gcbench.training.learner import Learner
@@ -84,7 +85,7 @@ class TrainingCluster(SimPyCluster):
         training = self.training
         self.sampler = PartitionSampler(len(data.train_labels), self.scheme.k, training.batch_size, self.seed)
         self.shards = self.sampler.shard_data(data.train_images, data.train_labels)
-        self.model = build_model(training.model, data.classes, self.seed)
+        self.model = build_model(training.model, data.classes, self.seed).to(resolve_device(training.device))
         self.flat = share_flat_storage(self.model)  # loading a version's weights is one copy
         self.loaded: int | None = None
 
@@ -131,7 +132,7 @@ class TrainingCluster(SimPyCluster):
         worker, gradients, losses = result.job.worker, {}, {}
         for j in self.scheme.partitions(worker):
             gradients[j], losses[j] = self._gradient(version, batch, j)
-        messages = [m.numpy() for m in self.scheme.encode(worker, gradients)]
+        messages = [to_host(m) for m in self.scheme.encode(worker, gradients)]
         if result.message is None:
             self._send(result, list(range(len(messages))), messages, batch)
             result.losses = losses
@@ -160,7 +161,7 @@ class TrainingCluster(SimPyCluster):
             gradients, losses = {}, {}
             for j in self.scheme.message_partitions(worker, index):
                 gradients[j], losses[j] = self._gradient(job, job, j)
-            message = self.scheme.encode_message(worker, index, {j: g.numpy() for j, g in gradients.items()})
+            message = self.scheme.encode_message(worker, index, {j: to_host(g) for j, g in gradients.items()})
             self._send(result, [index], [message], job)
             vectors += result.messages
             exact += result.exact or [None]
@@ -176,7 +177,7 @@ class TrainingCluster(SimPyCluster):
         for j in cache.due(step):
             gradient, losses[j] = self._gradient(version, batch, j)
             cache.store(j, gradient, losses[j], version)
-        messages = [m.numpy() for m in self.scheme.encode(worker, cache.gradients())]
+        messages = [to_host(m) for m in self.scheme.encode(worker, cache.gradients())]
         self._send(result, list(range(len(messages))), messages, batch)
         result.losses, result.versions = losses, cache.versions()
 
@@ -191,7 +192,9 @@ class TrainingCluster(SimPyCluster):
 
     def _load(self, version: int) -> None:
         if self.loaded != version:
-            self.flat.numpy()[:] = self.published[version]
+            import torch
+
+            self.flat.copy_(torch.from_numpy(self.published[version]))  # (to the GPU, where the model is one)
             self.loaded = version
 
     def _forget(self) -> None:
@@ -225,7 +228,7 @@ def simulate_training(
     cluster = TrainingCluster(scenario, scheme, draws, link_per_job=synchronous, seed=seed, compressor=compressor)
     rec = RunRecorder(scenario.iterations, scenario.workers)
     with one_torch_thread():
-        learner = Learner(scheme, training, data.classes, seed, compressor)
+        learner = Learner(scheme, training, data.classes, seed, compressor, resolve_device(training.device))
         cluster.start(data)
         master = master_for(cluster, scenario, variant, scheme, draws, rec, learner)
         try:

@@ -197,6 +197,28 @@ def check_torch_matches_numpy(scheme: Scheme, stragglers: Any, grads: np.ndarray
     np.testing.assert_allclose(result.numpy(), expected, rtol=1e-12, atol=1e-12)
 
 
+def check_device_decode_matches_cpu(scheme: Scheme, stragglers: Any, grads: np.ndarray, device: str) -> None:
+    """The messages a CPU master receives (numpy arrays), decoded on ``device`` as tensors, give the CPU decode
+    to rounding: each entry within 2 r u sum_i |w_i| |v_i| of it (u: the dtype's unit roundoff; r messages),
+    the textbook bound on a dot product's rounding error, which holds for any order of summation."""
+    import torch
+
+    received = received_from(scheme, responders_without(scheme, stragglers), grads)
+    expected = scheme.decode(received, approximate=True)
+    on_device = {w: [torch.from_numpy(v).to(device) for v in vectors] for w, vectors in received.items()}
+    result = scheme.decode(on_device, approximate=True)
+    assert result.device.type == torch.device(device).type and result.dtype == torch.from_numpy(grads).dtype
+    ids = [mid for w, vectors in received.items() for mid, _ in zip(scheme.messages(w), vectors, strict=False)]
+    decoding = scheme.approximate_decoding(ids)
+    vectors = {mid: v for w, msgs in received.items() for mid, v in zip(scheme.messages(w), msgs, strict=False)}
+    block = np.abs(np.stack([vectors[mid] for mid in decoding.message_ids]).astype(np.float64))
+    bound = (np.abs(decoding.weights) @ block).reshape(-1)[: expected.shape[0]]
+    unit = np.finfo(grads.dtype).eps / 2
+    error = np.abs(result.cpu().numpy().astype(np.float64) - expected.astype(np.float64))
+    allowed = 2 * len(decoding.message_ids) * unit * bound + np.finfo(grads.dtype).tiny
+    assert np.all(error <= allowed), f"{scheme!r}: worst error {error.max():.3g} where {allowed[error.argmax()]:.3g}"
+
+
 def check_decode_times(scheme: Scheme, arrivals: np.ndarray) -> None:
     """decode_times equals the first arrival whose prefix (in time order) decodes, found by brute force.
 

@@ -56,7 +56,7 @@ def recalibrate_batch_norm(
 
 
 def evaluate_master(model: nn.Module, data: Dataset, batch_size: int) -> float:
-    """Test accuracy of the master's model (on the CPU), with its BatchNorm statistics set first."""
-    cpu = torch.device("cpu")
-    recalibrate_batch_norm(model, data.train_images, cpu, chunk=batch_size)
-    return evaluate(model, data.test_images, data.test_labels, cpu)
+    """Test accuracy of the master's model (on its device), with its BatchNorm statistics set first."""
+    device = next(model.parameters()).device
+    recalibrate_batch_norm(model, data.train_images, device, chunk=batch_size)
+    return evaluate(model, data.test_images, data.test_labels, device)

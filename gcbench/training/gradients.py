@@ -87,5 +87,8 @@ class FlatModel:
         self.optimizer.step()
 
     def weights(self) -> np.ndarray:
-        """The current weights as one numpy vector (a view: publish it before the next step)."""
-        return self.flat.detach().cpu().numpy()
+        """The current weights as one numpy vector (on the CPU a view: publish it before the next step; from a GPU
+        a copy in pinned host memory)."""
+        from gcbench.training.device import to_host
+
+        return to_host(self.flat)

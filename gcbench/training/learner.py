@@ -17,17 +17,21 @@ import torch
 
 from gcbench.coding import Scheme
 from gcbench.compression import Compressor, Payload
+from gcbench.training.device import to_host
 from gcbench.training.gradients import FlatModel
 from gcbench.training.models import build_model
 
 
 class Learner:
-    """The model of one run, on the master's CPU; ``weights()`` is what the workers are sent."""
+    """The model of one run, on the master's device; ``weights()`` is what the workers are sent."""
 
-    def __init__(self, scheme: Scheme, training, classes: int, seed: int, compressor: Compressor | None = None) -> None:
-        """``compressor``: the variant's, when its messages arrive compressed (they are decompressed, then decoded)."""
-        self.scheme, self.compressor = scheme, compressor
-        self.model = build_model(training.model, classes, seed)
+    def __init__(self, scheme: Scheme, training, classes: int, seed: int, compressor: Compressor | None = None,
+                 device: str | torch.device = "cpu") -> None:  # fmt: skip
+        """``compressor``: the variant's, when its messages arrive compressed (they are decompressed, then decoded).
+        ``device``: where the model steps and, on a GPU, where the messages are decoded (one matrix product
+        there, gcbench/coding/_apply.py); on the CPU they are decoded as the numpy arrays they arrive as."""
+        self.scheme, self.compressor, self.device = scheme, compressor, torch.device(device)
+        self.model = build_model(training.model, classes, seed).to(self.device)
         self.flat = FlatModel(self.model, training)
         self.optimizer = self.flat.optimizer
         self.d = int(sum(p.numel() for p in self.model.parameters()))
@@ -42,9 +46,9 @@ class Learner:
         received = self._received(results, "messages")
         order = received_ids(self.scheme, received)
         exact, _ = self.scheme.decode_quality(order)
-        decoded = self.scheme.decode(received, d=self.d, approximate=not exact)
-        self.compression_error = self._compression_error(results, decoded, exact)
-        gradient = torch.from_numpy(decoded)
+        decoded = self.scheme.decode(self._on_device(received), d=self.d, approximate=not exact)
+        gradient = decoded if torch.is_tensor(decoded) else torch.from_numpy(decoded)
+        self.compression_error = self._compression_error(results, gradient, exact)
         if rescale and not exact:
             gradient = gradient / max(coverage(self.scheme, order), 1e-12)
         self.flat.step(gradient)
@@ -58,14 +62,33 @@ class Learner:
             by_worker.setdefault(result.job.worker, []).append([self._vector(m) for m in getattr(result, field)])
         return {w: _average(messages) for w, messages in by_worker.items()}
 
+    def _on_device(self, received: dict[int, list]) -> dict[int, list]:
+        """The messages where the model is: on a GPU, copied there (so the decode runs there) into the rows of
+        one block where they share a length and dtype (the decode's matrix product then reads them where
+        they are); on the CPU, the numpy arrays themselves."""
+        if self.device.type == "cpu":
+            return received
+        vectors = [v for messages in received.values() for v in messages if v is not None]
+        if not vectors:
+            return received
+        if len({(v.shape, v.dtype) for v in vectors}) == 1:
+            block = torch.empty((len(vectors), *vectors[0].shape), dtype=torch.from_numpy(vectors[0][:0]).dtype,
+                                device=self.device)  # fmt: skip
+            rows = iter(block.unbind(0))
+            move = lambda v: next(rows).copy_(torch.from_numpy(np.ascontiguousarray(v)))  # noqa: E731
+        else:
+            move = lambda v: torch.from_numpy(np.ascontiguousarray(v)).to(self.device)  # noqa: E731
+        return {w: [None if v is None else move(v) for v in messages] for w, messages in received.items()}
+
     def _vector(self, message):
         """A message as a vector: a compressed one decompressed (None, a message not received, stays None)."""
         return self.compressor.decompress(message) if isinstance(message, Payload) else message
 
-    def _compression_error(self, results: list, decoded: np.ndarray, exact: bool) -> float:
+    def _compression_error(self, results: list, gradient: torch.Tensor, exact: bool) -> float:
         """||decoded - the same decode of the uncompressed messages|| / ||that||, where every result kept them."""
         if self.compressor is None or any(result.exact is None for result in results):
             return float("nan")
+        decoded = to_host(gradient)
         reference = self.scheme.decode(self._received(results, "exact"), d=self.d, approximate=not exact)
         norm = float(np.linalg.norm(reference))
         return float(np.linalg.norm(decoded - reference)) / norm if norm > 0 else float("nan")

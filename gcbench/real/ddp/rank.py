@@ -2,7 +2,7 @@
 
 It joins the driver's channel (gcbench/real/processes/channel.py, as a torch-cluster worker does), takes its
 setup (its partition's shard, the model, the hook, its straggling and overhead draws), joins the n ranks'
-process group (gloo, or NCCL when each rank has a GPU of its own) and trains the blocks of iterations it is
+process group (gloo or NCCL: gcbench/real/ddp/run.py's rank_devices) and trains the blocks of iterations it is
 told to with ``torch.nn.parallel.DistributedDataParallel``. Each iteration it reports its times and its
 partition's loss; rank 0 also sends the weights and optimizer state after each block (evaluation and
 checkpoints are the driver's). It ignores Ctrl-C (the driver ends it) and exits when its driver is gone.
@@ -27,6 +27,7 @@ from gcbench.real.processes import channel
 from gcbench.real.processes.child import orphan_watch, receive
 from gcbench.real.threads import limit_process_threads
 from gcbench.training.batches import PartitionSampler
+from gcbench.training.device import synchronize
 from gcbench.training.gradients import FlatModel, to_inputs
 from gcbench.training.models import build_model
 
@@ -53,6 +54,8 @@ def _train(rank: int, world: int, rendezvous, inbox: queue.Queue, sender, timeou
     setup = inbox.get()
     if setup["kind"] != "setup":
         return  # stopped before it began
+    if setup.get("nccl_hostid"):  # ranks sharing a GPU: NCCL takes each for a host of its own (run.rank_devices)
+        os.environ["NCCL_HOSTID"] = f"gcbench-rank-{rank}"
     _join_group(rendezvous, rank, world, setup["backend"], timeout)
     trainer = RankTrainer(rank, world, setup)
     sender.send({"kind": "ready", "pid": os.getpid()})
@@ -113,6 +116,7 @@ class RankTrainer:
         time.sleep(delay)
         backward = time.time()
         (loss * self.world).backward()  # DDP averages over the ranks: the sum over partitions, as decoded
+        synchronize(self.device)  # on a GPU the all-reduce may still be queued when backward returns
         end = time.time()
         self.backward_seconds = self.ready - backward
         self.flat.step(torch.cat([p.grad.reshape(-1) for p in self.model.parameters()]))

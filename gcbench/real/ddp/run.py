@@ -35,11 +35,13 @@ from gcbench.scenario.build import scheme_for
 from gcbench.scenario.draws import draw_run
 from gcbench.scenario.schema import Scenario
 from gcbench.training.data import Dataset
-from gcbench.training.device import resolve_device
+from gcbench.training.device import resolve_device, worker_device
 from gcbench.training.evaluation import evaluate_master
 from gcbench.training.gradients import FlatModel
 from gcbench.training.models import build_model
 
+# The process group's backend when ranks share a GPU (training.ddp_backend: auto); docs/gpu.md measures both
+SHARED_GPU_BACKEND = "gloo"
 RANK = "gcbench.real.ddp.rank"  # the module a rank runs (python -m, or a zygote's fork)
 
 
@@ -127,7 +129,7 @@ class DDPRun:
         self.rendezvous = rendezvous = channel.store(0, self.timeout)
         self.launcher = launcher = RankLauncher(self.n, rendezvous.port, self.timeout)
         self.sessions = [WorkerSession(r, 0, launcher, self.timeout) for r in range(self.n)]
-        device, backend = rank_devices(self.scenario, self.n)
+        device, backend, shared = rank_devices(self.scenario, self.n)
         shards = self._shards()
         for session in self.sessions:
             try:
@@ -137,7 +139,8 @@ class DDPRun:
                     f"rank {session.worker} of '{self.label}' did not join within {self.timeout:g} s "
                     "(training.timeout)."
                 ) from None
-            session.send(self._setup(session.worker, device[session.worker], backend, shards[session.worker]))
+            setup = self._setup(session.worker, device[session.worker], backend, shards[session.worker])
+            session.send({**setup, "nccl_hostid": backend == "nccl" and shared})
         for _ in range(self.n):
             self._take(("ready",))
         self.state = None  # sent: its rows live on in the recorder
@@ -260,10 +263,19 @@ def stretches(first: int, last: int, scenario: Scenario) -> list[tuple[int, int]
     return list(zip(cuts[:-1], cuts[1:], strict=False))
 
 
-def rank_devices(scenario: Scenario, n: int) -> tuple[list[str], str]:
-    """Each rank's device and the process group's backend: NCCL when every rank has a GPU of its own
-    (``device: auto`` or ``cuda`` with at least n GPUs), else gloo, every rank on the scenario's device."""
-    device = resolve_device(scenario.training.device)
-    if device.type == "cuda" and scenario.training.device in ("auto", "cuda") and torch.cuda.device_count() >= n:
-        return [f"cuda:{r}" for r in range(n)], "nccl"
-    return [str(device)] * n, "gloo"
+def rank_devices(scenario: Scenario, n: int) -> tuple[list[str], str, bool]:
+    """Each rank's device, the process group's backend, and whether ranks share a GPU.
+
+    On GPUs the ranks spread over this machine's GPUs as the coded variants' workers do (rank r on
+    cuda:(r mod GPUs); ``cuda:N`` puts them all on GPU N). ``training.ddp_backend``: ``auto`` is NCCL when every
+    rank has a GPU of its own and SHARED_GPU_BACKEND when ranks share one (docs/gpu.md has both measured); on the
+    CPU it is gloo. NCCL refuses two ranks of one host on one GPU, so ranks that share one run NCCL under a host
+    id of their own each (``NCCL_HOSTID``): to NCCL they are hosts, joined by its socket transport.
+    """
+    device, asked = resolve_device(scenario.training.device), scenario.training.ddp_backend
+    if device.type != "cuda":
+        return ["cpu"] * n, "gloo", False
+    devices = [worker_device(str(device), r) for r in range(n)]
+    shared = len(set(devices)) < n
+    backend = asked if asked != "auto" else (SHARED_GPU_BACKEND if shared else "nccl")
+    return devices, backend, shared

@@ -109,6 +109,9 @@ class RayCluster(StreamedJobs, WallClockCluster):
         from gcbench.real.ray.actors import GradientWorker
 
         shards, setup, spec = self._training_setup(data)
+        if setup["device"].startswith("cuda"):  # Ray gives each actor its GPU (CUDA_VISIBLE_DEVICES): cuda there
+            options = {**options, "num_gpus": gpu_share(self.n, self.ray.cluster_resources().get("GPU", 0))}
+            setup = {**setup, "device": "cuda"}
         shards = [self.ray.put(shard) for shard in shards]
         self.data = [{j: [shards[j]] for j in self.scheme.partitions(w)} for w in range(self.n)]
         actor = self.ray.remote(**options)(GradientWorker)
@@ -341,3 +344,15 @@ class RayCluster(StreamedJobs, WallClockCluster):
         counts = {"jobs in flight": len(self.jobs), "reloads awaited": len(self.pings)}
         counts.update({"events not taken": len(self.events), "jobs queued": sum(map(len, [*self.queued, *self.held]))})
         return lines + [f"{count} {what}" for what, count in counts.items() if count]
+
+
+def gpu_share(workers: int, gpus: float) -> float:
+    """Each worker actor's ``num_gpus``: a whole GPU where there are enough, else the fraction that packs
+    ceil(workers / GPUs) of them onto each GPU (a fraction of at most one GPU never spans two)."""
+    if gpus < 1:
+        raise GcbenchError(
+            "training.device: CUDA was asked for, but the Ray cluster offers no GPU (ray.cluster_resources() has "
+            "no 'GPU'); start its nodes with --num-gpus, or use cpu."
+        )
+    whole = int(gpus)
+    return 1.0 if whole >= workers else 1.0 / -(-workers // whole)

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The GPU path's check, in one call of under 8 minutes on a CUDA machine (docs/gpu.md has what it measured):
+#
+#   bash benchmarks/gpu_wheels.sh                 # first, where pip reaches the index: .whl/ (simpy, pydantic)
+#   bash benchmarks/gpu_check.sh OUT [CIFAR-10]   # then on the GPU machine, from the checkout's root
+#
+# It installs .whl/ (if there) into /tmp/site, then runs the CUDA tests (pytest -m cuda), the measurements
+# (benchmarks/gpu_measure.py: environment, decode, staging, seconds per iteration) and the twin's run
+# (benchmarks/calibration.py on scenarios/cifar10-gpu.yaml: calibrated from uncoded and FR, CR, fastest-6 and
+# a deadline predicted). Without CIFAR-10 (a tarball or folder) the runs train on synthetic CIFAR-shaped data.
+# OUT gets check.log (everything printed), tables.tar.gz (the CSVs and logs) and calibration-run.tar.gz (the
+# twin's real run, to calibrate again anywhere: benchmarks/calibration.py --reuse).
+set -uo pipefail
+device=${DEVICE:-cuda}  # (DEVICE=cpu tries the script on a machine without a GPU)
+out=$(realpath -m "${1:?usage: gpu_check.sh OUT [CIFAR-10 tarball or folder]}")
+data=${2:+$(realpath "$2")}
+cd "$(dirname "$0")/.."
+work=$(mktemp -d)
+mkdir -p "$out" "$work/tables"
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || exit 2
+  export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+fi
+export PYTHONUNBUFFERED=1
+start=$SECONDS
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
+  if [ "${GPU_CHECK_TESTS:-1}" != 0 ]; then  # (GPU_CHECK_TESTS=0 leaves them out: a rerun of the measurements)
+    echo "== CUDA tests"
+    timeout 200 python3 -m pytest -m cuda -q -rs -p no:cacheprovider tests/test_scheme_torch.py \
+      tests/test_ddp_allreduce.py tests/test_cuda.py 2>&1 | tee "$work/tables/tests.log"
+  fi
+  echo "== measurements ($((SECONDS - start)) s so far)"
+  timeout 270 python3 benchmarks/gpu_measure.py --device "$device" --out "$work/tables" --runs "$work/runs" \
+    --budget 200 ${data:+--data-dir "$data"}
+  echo "== the twin on the GPU ($((SECONDS - start)) s so far)"
+  timeout 150 python3 benchmarks/calibration.py --backend torch --scenario scenarios/cifar10-gpu.yaml \
+    --device "$device" --iterations 100 --seeds 0 --turn 50 --skip-timing --out "$work/calibration" \
+    ${data:+--data-dir "$data"}
+  echo "gpu_check: $((SECONDS - start)) s in all"
+} 2>&1 | tee "$out/check.log"
+cp "$out/check.log" "$work/tables/"
+tar czf "$out/tables.tar.gz" -C "$work" tables
+[ -d "$work/calibration" ] && tar czf "$out/calibration-run.tar.gz" -C "$work" calibration
+ls -la "$out"
