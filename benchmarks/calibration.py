@@ -15,7 +15,7 @@ The calibration time is reported against a reference measured in the same proces
 
     python benchmarks/calibration.py [--backend torch|ray|both] [--scenario scenarios/cifar10.yaml ...]
         [--iterations 150] [--seeds 0,1] [--data-dir ../shared/data/cifar10-jpeg.tar.gz] [--out DIR]
-        [--timing-only] [--cores N] [--reuse] [--device cuda] [--skip-timing]
+        [--timing-only] [--cores N] [--reuse] [--device cuda] [--skip-timing] [--drop-first N]
 
 ``--cores``: the cores the workers shared, whose contention calibration models where they are fewer than the
 workers (default: what each run recorded; runs before gcbench recorded it need it given); ``--reuse``
@@ -85,6 +85,7 @@ def accuracy(scenario: Path, backend: str, args) -> list[str]:
         fitted_on = read_measured(calib)
     else:  # one run, every variant taking turns: the machine's drift between runs is shared by all of them
         both = read_measured(real_run(scenario, backend, out / "interleaved", calibrating + held_out, args))
+        both = _without_first(both, args.drop_first)
         calibration = calibrate([both], CALIBRATE_FROM, args.cores)
         fitted_on, predict = _only(both, CALIBRATE_FROM), _only(both, None, CALIBRATE_FROM)
     (out / "calibrated.yaml").write_text(scenario_yaml(calibration))
@@ -114,6 +115,17 @@ def accuracy(scenario: Path, backend: str, args) -> list[str]:
     }
     lines.append("   targets: " + "; ".join(f"{what}: {'yes' if held else 'NO'}" for what, held in verdict.items()))
     return lines
+
+
+def _without_first(run, count: int):
+    """The run without each variant's first ``count`` iterations (a run from before the workers warmed up
+    before the clock started, whose first iteration holds each process's start-up: docs/gpu.md)."""
+    if count == 0:
+        return run
+    from dataclasses import replace
+
+    keep = lambda frame: frame[frame["iteration"] >= count]  # noqa: E731
+    return replace(run, iterations=keep(run.iterations), workers=keep(run.workers))
 
 
 def _only(run, keep: list[str] | None, drop: list[str] | None = None):
@@ -187,6 +199,12 @@ def main() -> None:
     )
     parser.add_argument("--reuse", action="store_true", help="calibrate the runs already in --out again")
     parser.add_argument("--device", default=None, help="the runs' training.device (default: the scenario's)")
+    parser.add_argument(
+        "--drop-first",
+        type=int,
+        default=0,
+        help="leave out each variant's first N iterations (runs whose workers started cold)",
+    )
     parser.add_argument("--skip-timing", action="store_true", help="leave out calibrate's time on 100,000 rows")
     args = parser.parse_args()
     if args.cores == 0:

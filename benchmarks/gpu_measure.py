@@ -185,7 +185,7 @@ def gloo_cuda_send(device: str) -> dict:
 
 
 def run_iterations(device: str, model: str, workers: int, iterations: int, variants: list[str], ddp_backend: str,
-                   data_dir: str | None, out: Path) -> list[dict]:  # fmt: skip
+                   data_dir: str | None, out: Path, timeout: float, wait: float) -> list[dict]:  # fmt: skip
     """One `gcbench run --backend torch`: each variant's seconds per iteration, warm-up left out."""
     import pandas as pd
 
@@ -195,12 +195,12 @@ def run_iterations(device: str, model: str, workers: int, iterations: int, varia
                "--set", f"workers={workers}", "--set", f"training.model={model}",
                "--set", "straggling={model: none}", "--set", f"training.ddp_backend={ddp_backend}",
                "--set", f"training.eval_every={iterations}", "--set", f"training.checkpoint_every={iterations}",
-               "--set", "training.timeout=30",
+               "--set", f"training.timeout={wait}",
                "--set", f"variants=[{', '.join(variants)}]"]  # fmt: skip
     command += ["--data-dir", data_dir] if data_dir else ["--dataset", "synthetic"]
     print("+", " ".join(command), flush=True)
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, timeout=150)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, timeout=timeout)
     whole = time.perf_counter() - start
     table = pd.read_parquet(folder / "iterations.parquet")
     rows = []
@@ -214,7 +214,7 @@ def run_iterations(device: str, model: str, workers: int, iterations: int, varia
 
 
 def iterations(device: str, out: Path, counts: dict[str, int], data_dir: str | None, budget: float,
-               runs: Path, configs: list[tuple[str, int]]) -> None:  # fmt: skip
+               runs: Path, configs: list[tuple[str, int]], timeout: float, wait: float) -> None:  # fmt: skip
     coded = ["{label: uncoded, scheme: uncoded}", "{label: FR s=1, scheme: fr, s: 1}",
              "{label: DDP, scheme: uncoded, policy: allreduce}"]  # fmt: skip
     ddp = ["{label: DDP, scheme: uncoded, policy: allreduce}"]
@@ -227,7 +227,8 @@ def iterations(device: str, out: Path, counts: dict[str, int], data_dir: str | N
                 print(f"  iterations: over its {budget:.0f} s budget, {model} x {workers} skipped", flush=True)
                 continue
             try:
-                found = run_iterations(device, model, workers, counts[model], variants, backend, data_dir, runs)
+                found = run_iterations(device, model, workers, counts[model], variants, backend, data_dir, runs,
+                                       timeout, wait)  # fmt: skip
             except Exception:  # noqa: BLE001 - one configuration's failure leaves the others
                 traceback.print_exc()
                 found = []
@@ -249,6 +250,14 @@ def main() -> None:
         help="the iterations part's runs: MODELxWORKERS, comma-separated",
     )
     parser.add_argument("--budget", type=float, default=240.0, help="seconds the iterations part may take")
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=30.0,
+        help="the runs' training.timeout: seconds any wait may take (short on a GPU: a process "
+        "group that cannot form fails fast; long on a CPU, where a ResNet-18 step takes seconds)",
+    )
+    parser.add_argument("--run-timeout", type=float, default=150.0, help="seconds one run may take")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     counts = {k: int(v) for k, v in (pair.split("=") for pair in args.iterations.split(","))}
@@ -267,7 +276,8 @@ def main() -> None:
             elif part == "iterations":
                 configs = [(model, int(workers)) for model, workers in (c.split("x") for c in args.configs.split(","))]
                 runs = args.runs or args.out / "runs"
-                iterations(args.device, args.out, counts, args.data_dir, args.budget, runs, configs)
+                iterations(args.device, args.out, counts, args.data_dir, args.budget, runs, configs, args.run_timeout,
+                           args.wait)  # fmt: skip
         except Exception:  # noqa: BLE001 - the other parts still run
             traceback.print_exc()
         print(f"   ({time.perf_counter() - start:.1f} s)", flush=True)

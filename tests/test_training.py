@@ -112,3 +112,20 @@ def test_gcbench_run_trains_softmax_on_the_local_backend(tmp_path):
     iterations, _, meta = read_results(out)
     assert meta["scenario"]["training"]["model"] == "softmax"
     assert len(iterations) == 3 and iterations["loss"].notna().all() and iterations["accuracy"].notna().sum() == 1
+
+
+def test_a_warm_up_pass_leaves_the_model_as_it_was_and_its_next_gradient_unchanged():
+    """ResNet-18 (BatchNorm's running statistics are buffers a forward pass in training mode moves): after the
+    warm-up every parameter and buffer is what it was, no gradient is left, and the next partition gradient is
+    bit for bit the one a model without a warm-up computes."""
+    from gcbench.training.gradients import warm_up
+
+    warmed, fresh = build_model("resnet18", 10, 0), build_model("resnet18", 10, 0)
+    images, labels = DATA.train_images[:4], DATA.train_labels[:4]
+    warm_up(warmed, images, labels, 4, CPU)
+    for (name, a), b in zip(warmed.state_dict().items(), fresh.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    assert all(p.grad is None for p in warmed.parameters())
+    after, _ = partition_gradient(warmed, DATA.train_images[4:8], DATA.train_labels[4:8], 4, CPU)
+    expected, _ = partition_gradient(fresh, DATA.train_images[4:8], DATA.train_labels[4:8], 4, CPU)
+    assert torch.equal(after, expected)

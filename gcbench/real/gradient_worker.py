@@ -27,7 +27,7 @@ from gcbench.real.threads import limit_process_threads
 from gcbench.training.batches import PartitionSampler
 from gcbench.training.cache import PartitionCache
 from gcbench.training.device import synchronize, to_host, worker_device
-from gcbench.training.gradients import shard_gradient, share_flat_storage
+from gcbench.training.gradients import shard_gradient, share_flat_storage, warm_up_on_shard
 from gcbench.training.models import build_model
 
 
@@ -53,7 +53,12 @@ class GradientWorker(JobWorker):
         self.said_memory_lost = False
 
     def receive(self, shards: dict[int, tuple]) -> None:
+        """Keep the partitions' data, and warm the model up on one of them before the worker says it is ready
+        (a process's first pass is slow, and is no job's)."""
         self.shards = dict(shards)
+        if self.shards:
+            partition = min(self.shards)
+            warm_up_on_shard(self.model, self.shards[partition], self.sampler, partition, self.device)
 
     def has_data(self) -> bool:
         return self.shards is not None

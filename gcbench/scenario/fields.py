@@ -176,7 +176,7 @@ class Training(Config):
     eval_every: PositiveInt = 50
     checkpoint_every: PositiveInt = 100
     device: str = "auto"  # auto: CUDA when available
-    # the DDP baseline's process group: auto is gloo on the CPU, NCCL on GPUs (gcbench/real/ddp/run.py)
+    # the DDP baseline's process group: auto is NCCL where each rank has a GPU of its own, else gloo (docs/gpu.md)
     ddp_backend: Literal["auto", "gloo", "nccl"] = "auto"
     timeout: Annotated[float, Field(gt=0)] = 120.0  # seconds any single wait may take
     in_simulator: bool = False  # gcbench simulate trains for real, in simulated time

@@ -28,7 +28,7 @@ from gcbench.real.processes.child import orphan_watch, receive
 from gcbench.real.threads import limit_process_threads
 from gcbench.training.batches import PartitionSampler
 from gcbench.training.device import synchronize
-from gcbench.training.gradients import FlatModel, to_inputs
+from gcbench.training.gradients import FlatModel, to_inputs, warm_up_on_shard
 from gcbench.training.models import build_model
 
 
@@ -94,6 +94,7 @@ class RankTrainer:
         self.images, self.labels, self.offset = setup["shard"]
         self.sampler = PartitionSampler(setup["samples"], world, self.training.batch_size, setup["seed"])
         self.straggling, self.straggles, self.overhead = setup["straggling"], setup["straggles"], setup["overhead"]
+        warm_up_on_shard(self.model, setup["shard"], self.sampler, rank, self.device)  # (before DDP wraps it)
         ids = [self.device.index] if self.device.type == "cuda" and setup["backend"] == "nccl" else None
         self.ddp = DistributedDataParallel(self.model, device_ids=ids)
         register_hook(self.ddp, setup["hook"], setup["powersgd_rank"])

@@ -16,7 +16,7 @@ from gcbench.scenario.schema import Training
 from gcbench.training.batches import PartitionSampler
 from gcbench.training.data import Dataset
 from gcbench.training.evaluation import evaluate
-from gcbench.training.gradients import FlatModel, partition_gradient
+from gcbench.training.gradients import FlatModel, partition_gradient, warm_up
 from gcbench.training.models import build_model
 
 
@@ -36,6 +36,8 @@ def train_local(
     model = build_model(training.model, data.classes, seed).to(device)
     flat = FlatModel(model, training)
     sampler = PartitionSampler(len(data.train_labels), partitions, training.batch_size, seed)
+    first = sampler.batch(0)
+    warm_up(model, data.train_images[first], data.train_labels[first], sampler.batch_size, device)
     rec, origin = RunRecorder(iterations, 1), time.perf_counter()  # one worker: the whole mini-batch
     rec.used[:], rec.exact[:], rec.reason[:] = True, True, stops.ALL_ARRIVED
     for t in range(iterations):
