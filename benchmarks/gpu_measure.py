@@ -15,7 +15,11 @@ skipped, so one short lease on a GPU machine brings back everything that worked:
   per variant the median and mean seconds per iteration, the first two (warm-up) left out.
 
     python benchmarks/gpu_measure.py --device cuda --out OUT [--data-dir CIFAR] [--parts decode,staging,...]
-    python benchmarks/gpu_measure.py --device cpu --out OUT --iterations small_cnn=20,resnet18=4
+    python benchmarks/gpu_measure.py --device cpu --out OUT --iterations small_cnn=30,resnet18=5 --wait 600
+
+On a CPU the staging part measures nothing (a message is staged from a GPU only), and the decode's matrix
+product and multiply-add chain are torch's CPU kernels, not what a CPU master decodes with (numpy's BLAS).
+The script exits 1 when a part failed.
 """
 
 from __future__ import annotations
@@ -82,7 +86,7 @@ def environment(device: str, out: Path) -> float:
     bandwidth = copy_bandwidth(device)
     row = {"torch": torch.__version__, "python": platform.python_version(), "device": device,
            "name": torch.cuda.get_device_name(0) if device.startswith("cuda") else platform.processor() or "cpu",
-           "cuda": torch.version.cuda or "", "gpus": torch.cuda.device_count(),
+           "cuda": torch.version.cuda if device.startswith("cuda") else "", "gpus": torch.cuda.device_count(),
            "nccl": ".".join(map(str, torch.cuda.nccl.version())) if device.startswith("cuda") else "",
            "copy_bandwidth_GBps": bandwidth / 1e9}  # fmt: skip
     write(out, "environment", [row])
@@ -130,7 +134,9 @@ def staging(device: str, out: Path) -> None:
     import torch
 
     rows = []
-    if device.startswith("cuda"):
+    if not device.startswith("cuda"):
+        print("  staging: not measured (a message is staged from a GPU only)")
+    else:
         for model, d in GRADIENTS.items():
             message = torch.randn(d, device=device)
             pinned = torch.empty(d, pin_memory=True)
@@ -218,7 +224,7 @@ def iterations(device: str, out: Path, counts: dict[str, int], data_dir: str | N
     coded = ["{label: uncoded, scheme: uncoded}", "{label: FR s=1, scheme: fr, s: 1}",
              "{label: DDP, scheme: uncoded, policy: allreduce}"]  # fmt: skip
     ddp = ["{label: DDP, scheme: uncoded, policy: allreduce}"]
-    rows, started = [], time.perf_counter()
+    rows, started, failed = [], time.perf_counter(), []
     for model, workers in configs:
         # the DDP baseline on gloo beside the codes; on a GPU, again on NCCL (its ranks sharing the GPU)
         plan = [(coded, "gloo")] + ([(ddp, "nccl")] if device.startswith("cuda") and workers == 4 else [])
@@ -231,9 +237,11 @@ def iterations(device: str, out: Path, counts: dict[str, int], data_dir: str | N
                                        timeout, wait)  # fmt: skip
             except Exception:  # noqa: BLE001 - one configuration's failure leaves the others
                 traceback.print_exc()
-                found = []
+                found, failed = [], failed + [f"{model} x {workers} ({backend})"]
             rows += found
             write(out, "iterations", rows, len(found))
+    if failed:
+        raise RuntimeError(f"the iterations of {', '.join(failed)} failed (above)")
 
 
 def main() -> None:
@@ -262,7 +270,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     counts = {k: int(v) for k, v in (pair.split("=") for pair in args.iterations.split(","))}
     parts = args.parts.split(",")
-    bandwidth = float("nan")
+    bandwidth, failed = float("nan"), []
     for part in parts:
         print(f"== {part} on {args.device}", flush=True)
         start = time.perf_counter()
@@ -280,7 +288,10 @@ def main() -> None:
                            args.wait)  # fmt: skip
         except Exception:  # noqa: BLE001 - the other parts still run
             traceback.print_exc()
+            failed.append(part)
         print(f"   ({time.perf_counter() - start:.1f} s)", flush=True)
+    if failed:
+        sys.exit(f"gpu_measure: {', '.join(failed)} failed")
 
 
 if __name__ == "__main__":

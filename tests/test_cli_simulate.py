@@ -262,7 +262,7 @@ def test_overrides_are_validated_like_the_file(tmp_path):
         (
             "--set",
             "straggling.probabilty=0.5",
-        ): "straggling.probabilty: unknown field (check its spelling and section).",
+        ): "straggling.probabilty: unknown field; did you mean 'probability'?",
         ("--set", "variants[5].s=1"): "--set variants[5].s: there is no item 5 to set.",
         ("--set", "noequals"): "--set noequals: write it as path=value, e.g. --set straggling.probability=0.2.",
         ("--set", "a..b=1"): "--set a..b: not a dotted path such as straggling.slowdown or variants[1].s.",

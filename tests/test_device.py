@@ -70,7 +70,7 @@ def test_nccl_for_ranks_on_the_cpu_is_refused_in_one_sentence(tmp_path):
     )
     result = CliRunner().invoke(app, ["run", str(path), "--backend", "torch"])
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
-    assert "training.ddp_backend: nccl needs the ranks on CUDA devices, but training.device cpu is the CPU here; " \
+    assert "training.ddp_backend: nccl needs the ranks on CUDA devices, but training.device cpu means the CPU here; " \
            "use gloo or auto." in " ".join(result.output.split())  # fmt: skip
 
 

@@ -49,7 +49,7 @@ def test_sweeping_a_field_of_an_absent_section_gets_the_unknown_field_message(tm
     typo = refused(
         tmp_path, BASE + "straggling: {model: independent, probability: 0.1}\nsweep: {straggling.slowdwn: [2]}\n"
     )
-    assert typo.endswith(": straggling.slowdwn: unknown field (check its spelling and section).\n")
+    assert typo.endswith(": straggling.slowdwn: unknown field; did you mean 'slowdown'?\n")
     assert "discriminator" not in absent
 
 
@@ -63,6 +63,53 @@ def test_field_errors_and_variant_errors_come_in_one_report(tmp_path):
         "available: uncoded, ignore_stragglers, fr, cr, cyclic_mds, cce_cr, cce_fr, is_gc, frc, bgc, expander, sgc, "
         "bcc, heterogeneous, pipelined_cr, pipelined_fr, partial_cr, chunked_cr, sr_sgc, m_sgc; "
         "variants[2]: fr needs (s+1) to divide n: s+1=2 does not divide n=3.\n"
+    )
+
+
+# -- did you mean: the registered name nearest a misspelt one, from the registries and the schema
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (("variants: [{scheme: uncoded}]", "variants: [{scheme: cyclic_mdss, s: 1}]"),
+         "variants[0]: Unknown scheme 'cyclic_mdss'; did you mean 'cyclic_mds'? available: uncoded,"),
+        (("variants: [{scheme: uncoded}]", "variants: [{scheme: uncoded, policy: {name: fastestk, k: 2}}]"),
+         "variants[0].policy: unknown name 'fastestk'; did you mean 'fastest_k'? expected one of"),
+        (("variants: [{scheme: uncoded}]", "variants: [{scheme: uncoded, polcy: decodable}]"),
+         "variants[0].polcy: did you mean 'policy'? neither a variant field"),
+        (("variants: [{scheme: uncoded}]", "variants: [{scheme: uncoded, compression: {name: qsdg}}]"),
+         "variants[0].compression: unknown name 'qsdg'; did you mean 'qsgd'? expected one of"),
+        (("rate: 1}}", "rate: 1}}\nstraggling: {model: independant, probability: 0.1}"),
+         "straggling: unknown model 'independant'; did you mean 'independent'? expected one of"),
+        (("rate: 1}}", "rate: 1}}\nstraggling: {model: independent, probabilty: 0.1}"),
+         "straggling.probabilty: unknown field; did you mean 'probability'?"),
+        (("distribution: exponential, rate: 1", "distribution: exponentail, rate: 1"),
+         "compute.per_partition: unknown distribution 'exponentail'; did you mean 'exponential'? expected one of"),
+        (("distribution: exponential, rate: 1", "distribution: exponential, rat: 1"),
+         "compute.per_partition.rat: unknown field; did you mean 'rate'?"),
+        (("iterations: 5", "iteratons: 5\niterations: 5"), "iteratons: unknown field; did you mean 'iterations'?"),
+        (("rate: 1}}", "rate: 1}}\ntraining: {ddp_backend: ncl}"),
+         "training.ddp_backend: Input should be 'auto', 'gloo' or 'nccl' (did you mean 'nccl'?)"),
+    ],
+)  # fmt: skip
+def test_a_misspelt_name_gets_the_nearest_registered_one(tmp_path, change, expected):
+    assert expected in refused(tmp_path, BASE.replace(*change))
+
+
+def test_a_name_near_nothing_gets_no_suggestion(tmp_path):
+    message = refused(tmp_path, BASE.replace("{scheme: uncoded}", "{scheme: zzz}") + "network: {colour: blue}\n")
+    assert "did you mean" not in message and "Unknown scheme 'zzz'; available:" in message
+
+
+def test_gcbench_schemes_and_run_suggest_the_nearest_scheme_and_backend(tmp_path):
+    schemes = runner.invoke(app, ["schemes", "frr"])
+    assert schemes.exit_code == 2 and "did you mean 'fr'?" in schemes.output
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE)
+    run = runner.invoke(app, ["run", str(path), "--backend", "torhc", "--dataset", "synthetic"])
+    assert run.exit_code == 2 and "--backend must be ray, torch or local, got 'torhc'; did you mean 'torch'?" in (
+        " ".join(run.output.split())
     )
 
 

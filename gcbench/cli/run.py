@@ -19,7 +19,7 @@ from gcbench.cli.console import (
     wide_console,
 )
 from gcbench.cluster import real_backends
-from gcbench.errors import GcbenchError
+from gcbench.errors import GcbenchError, did_you_mean
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -74,9 +74,10 @@ def run(
     Ctrl-C (exit 130) and SIGTERM (exit 143) keep the checkpoints and the rows so far; --resume DIR continues.
     """
     if real:  # before anything else: the one sentence a user without the [real] extra needs
-        from gcbench.real.requirements import REAL_MODULES, TRAINING_MODULES, require_real_extra
+        from gcbench.real.requirements import REAL_MODULES, require_real_extra
 
-        require_real_extra(modules=REAL_MODULES if backend == "ray" else TRAINING_MODULES)
+        known = {entry.name: entry for entry in real_backends()}  # (an unknown one is refused next, by name)
+        require_real_extra(modules=known[backend].modules if backend in known else REAL_MODULES)
     if not real:
         from gcbench.scenario.overrides import parse_seeds, parse_sets
 
@@ -235,7 +236,10 @@ def check_backend(backend: str) -> None:
     """One of the backends of `gcbench run`, as the cluster registry lists them."""
     names = [entry.name for entry in real_backends()]
     if backend not in names:
-        raise GcbenchError(f"--backend must be {', '.join(names[:-1])} or {names[-1]}, got '{backend}'.")
+        hint = did_you_mean(backend, names).strip()
+        raise GcbenchError(
+            f"--backend must be {', '.join(names[:-1])} or {names[-1]}, got '{backend}'{'; ' + hint if hint else '.'}"
+        )
 
 
 def refuse_with_resume(options: dict[str, Any]) -> None:

@@ -20,18 +20,23 @@ if TYPE_CHECKING:
     from gcbench.cluster._base import Cluster
 
 
+TRAINING = ("torch", "torchvision")  # what a backend that trains imports of the [real] extra, Ray aside
+
+
 @dataclass(frozen=True)
 class BackendEntry:
     """``location``: ``module:Class``, imported on first use. ``note``: a few words for ``--help``.
     ``clock``: ``virtual`` (the simulator's own cluster) or ``wall`` (a backend of ``gcbench run``).
     ``protocol``: its class is a ``Cluster`` on the protocol, held to the conformance suite (False: a real
-    backend that runs without one, the local backend)."""
+    backend that runs without one, the local backend). ``modules``: what it imports of the [real] extra,
+    checked before a run starts (gcbench/real/requirements.py)."""
 
     name: str
     location: str
     note: str = ""
     clock: Literal["virtual", "wall"] = "wall"
     protocol: bool = True
+    modules: tuple[str, ...] = TRAINING
 
 
 _ENTRIES: dict[str, BackendEntry] = {}
@@ -39,15 +44,15 @@ _CLASSES: dict[str, type] = {}
 
 
 def register_backend(name: str, location: str, note: str = "", clock: Literal["virtual", "wall"] = "wall",
-                     protocol: bool = True) -> BackendEntry:  # fmt: skip
+                     protocol: bool = True, modules: tuple[str, ...] = TRAINING) -> BackendEntry:  # fmt: skip
     """Make a backend available by name, without importing it."""
-    _ENTRIES[name] = BackendEntry(name, location, note, clock, protocol)
+    _ENTRIES[name] = BackendEntry(name, location, note, clock, protocol, modules)
     _CLASSES.pop(name, None)
     return _ENTRIES[name]
 
 
-register_backend("simpy", "gcbench.sim.cluster:SimPyCluster", "the simulator's workers", clock="virtual")
-register_backend("ray", "gcbench.real.ray.cluster:RayCluster")
+register_backend("simpy", "gcbench.sim.cluster:SimPyCluster", "the simulator's workers", clock="virtual", modules=())
+register_backend("ray", "gcbench.real.ray.cluster:RayCluster", modules=(*TRAINING, "ray"))
 register_backend("torch", "gcbench.real.torch.cluster:TorchCluster", "worker processes here")
 register_backend("local", "gcbench.real.local.backend:LocalBackend", "one process", protocol=False)
 

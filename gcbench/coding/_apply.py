@@ -126,9 +126,7 @@ def product_into(rows: Sequence, weights: np.ndarray, vectors: Sequence) -> None
     w = _torch_weights(weights, block)
     target = _consecutive(rows)
     if target is not None and target.shape[1] == block.shape[1]:
-        import torch  # (a GPU's tensors are here: torch is imported already)
-
-        torch.matmul(w, block, out=target)
+        target.addmm_(w, block, beta=0.0)  # target = W @ block, in place (beta 0: its old values are not read)
         return
     for row, value in zip(rows, (w @ block).unbind(0), strict=True):
         row.copy_(value[: row.shape[0]])

@@ -6,6 +6,7 @@ from typing import Any
 
 from gcbench.coding._base import Scheme
 from gcbench.coding._errors import SchemeParameterError
+from gcbench.errors import did_you_mean
 
 _SCHEMES: dict[str, type[Scheme]] = {}
 
@@ -31,7 +32,9 @@ def available_schemes() -> list[str]:
 def scheme_class(name: str) -> type[Scheme]:
     """The class registered under ``name``."""
     if name not in _SCHEMES:
-        raise SchemeParameterError(f"Unknown scheme '{name}'; available: {', '.join(_SCHEMES)}.")
+        raise SchemeParameterError(
+            f"Unknown scheme '{name}'; {did_you_mean(name, _SCHEMES)}available: {', '.join(_SCHEMES)}."
+        )
     return _SCHEMES[name]
 
 

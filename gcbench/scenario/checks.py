@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gcbench.coding import SchemeParameterError, is_integer, make_scheme, scheme_class
+from gcbench.errors import did_you_mean
 from gcbench.models import MAX_SECONDS
 from gcbench.scenario.fields import DTYPE_BYTES, ScenarioFields, Variant
 
@@ -167,7 +168,9 @@ def parameter_problem(variant: Variant) -> str | None:
         return None
     takes = ", ".join(f"{key} (default {value!r})" for key, value in declared.items()) or "no parameters besides s"
     fields = ", ".join(type(variant).model_fields)
-    return f"{unknown[0]}: neither a variant field ({fields}) nor a parameter of {variant.scheme}, which takes {takes}"
+    hint = did_you_mean(unknown[0], [*type(variant).model_fields, *declared])
+    return (f"{unknown[0]}: {hint}neither a variant field ({fields}) nor a parameter of {variant.scheme}, which "
+            f"takes {takes}")  # fmt: skip
 
 
 def scheme_problem(variant: Variant, n: int) -> str | None:

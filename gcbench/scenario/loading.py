@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from gcbench.compression import COMPRESSORS
-from gcbench.errors import GcbenchError
+from gcbench.errors import GcbenchError, did_you_mean
+from gcbench.models import is_internal
 from gcbench.models.distributions import DISTRIBUTIONS
 from gcbench.models.failures import FAILURES
 from gcbench.models.straggling import STRAGGLING
@@ -135,7 +137,8 @@ def validate(data: dict[str, Any], path: Path, context: str = "") -> Scenario:
         problems = [format_problem(e).rstrip(".") for e in error.errors()]
         if not any(e["loc"] == () for e in error.errors()):  # field errors: the cross-field checks did not run
             problems += problems_beside_field_errors(data)
-        raise ScenarioError(f"{prefix}: " + "; ".join(dict.fromkeys(problems)) + ".") from None
+        text = "; ".join(dict.fromkeys(problems))
+        raise ScenarioError(f"{prefix}: {text}{'' if text.endswith('?') else '.'}") from None
     except RecursionError:
         raise ScenarioError(f"{prefix}: nests lists or mappings too deeply to validate.") from None
 
@@ -165,14 +168,48 @@ def format_problem(error: dict[str, Any]) -> str:
         if "none" in tags:  # also where a sweep or --set gave a field to a section the scenario lacks
             section = location.split(".")[0]
             message = f"unknown field (check its spelling and section; the {section} model 'none' takes no fields)"
+        elif hint := did_you_mean(error["loc"][-1], field_names_beside(error["loc"])):
+            message = f"unknown field; {hint.strip()}"
     if error["type"] == "union_tag_invalid":
         ctx = error["ctx"]
-        message = (
-            f"unknown {ctx['discriminator'].strip(chr(39))} '{ctx['tag']}'; expected one of {ctx['expected_tags']}"
-        )
+        kind, hint = ctx["discriminator"].strip(chr(39)), did_you_mean(ctx["tag"], _quoted(ctx["expected_tags"]))
+        message = f"unknown {kind} '{ctx['tag']}'; {hint}expected one of {ctx['expected_tags']}"
+    if error["type"] == "literal_error" and (hint := did_you_mean(error["input"], _quoted(error["ctx"]["expected"]))):
+        message = f"{message} ({hint.strip()})"
     if error["type"] == "union_tag_not_found":
         message = f"give its {error['ctx']['discriminator'].strip(chr(39))}"
     return f"{location}: {message}" if location else message
+
+
+def field_names_beside(location: tuple) -> list[str]:
+    """The fields a key at this error location could have meant: those of every model its parent path can
+    hold (a section's registered models, narrowed to the one a union tag in the path names)."""
+    models: list[type[BaseModel]] = [Scenario]
+    for part in location[:-1]:
+        if isinstance(part, int) or part.startswith("function-"):
+            continue
+        if part in _TAGS:
+            models = [model for model in models if _tagged(model, part)] or models
+            continue
+        fields = [model.model_fields[part] for model in models if part in model.model_fields]
+        models = [inner for field in fields for inner in _models_in(field.annotation)]
+    return sorted({name for model in models for name, field in model.model_fields.items() if not is_internal(field)})
+
+
+def _tagged(model: type[BaseModel], tag: str) -> bool:
+    """Whether one of the model's fields admits only this name (the tag its registry knows it by)."""
+    return any(typing.get_args(field.annotation) == (tag,) for field in model.model_fields.values())
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models a field's annotation can hold: itself, a list's items, a union's members."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [model for argument in typing.get_args(annotation) for model in _models_in(argument)]
+
+
+def _quoted(text: str) -> list[str]:
+    return re.findall(r"'([^']*)'", text)
 
 
 # union tags pydantic puts into error locations; they are not field names

@@ -35,7 +35,7 @@ def check_ddp_backend(training) -> None:
     if training.ddp_backend == "nccl" and resolve_device(training.device).type != "cuda":
         raise GcbenchError(
             f"training.ddp_backend: nccl needs the ranks on CUDA devices, but training.device {training.device} "
-            "is the CPU here; use gloo or auto."
+            "means the CPU here; use gloo or auto."
         )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from gcbench.errors import GcbenchError
+from gcbench.errors import GcbenchError, did_you_mean
 
 IMAGE_FEATURES = 3 * 32 * 32
 
@@ -47,6 +47,8 @@ MODELS = {"small_cnn": small_cnn, "resnet18": resnet18, "softmax": softmax}
 def build_model(name: str, classes: int, seed: int) -> nn.Module:
     """The named model with weights initialised from the seed."""
     if name not in MODELS:
-        raise GcbenchError(f"training.model: unknown model '{name}'; available: {', '.join(MODELS)}.")
+        raise GcbenchError(
+            f"training.model: unknown model '{name}'; {did_you_mean(name, MODELS)}available: {', '.join(MODELS)}."
+        )
     torch.manual_seed(seed)
     return MODELS[name](classes)
