@@ -98,8 +98,11 @@ def test_a_misspelt_name_gets_the_nearest_registered_one(tmp_path, change, expec
 
 
 def test_a_name_near_nothing_gets_no_suggestion(tmp_path):
-    message = refused(tmp_path, BASE.replace("{scheme: uncoded}", "{scheme: zzz}") + "network: {colour: blue}\n")
+    """Far names, and a near-looking one that is another word ('seed' is not 'scheme')."""
+    text = BASE.replace("{scheme: uncoded}", "{scheme: zzz}, {scheme: fr, s: 1, seed: 2}") + "network: {colour: 1}\n"
+    message = refused(tmp_path, text)
     assert "did you mean" not in message and "Unknown scheme 'zzz'; available:" in message
+    assert "variants[1].seed: neither a variant field" in message
 
 
 def test_gcbench_schemes_and_run_suggest_the_nearest_scheme_and_backend(tmp_path):
