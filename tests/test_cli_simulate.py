@@ -42,7 +42,10 @@ def test_simulate_writes_results_and_prints_the_summary(tmp_path):
     out = tmp_path / "run"
     result = runner.invoke(app, ["simulate", str(scenario), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "iteration time (s) at straggling.slowdown = 2" in result.output
+    assert "iteration time (s) at straggling.slowdown = 2; speedup over uncoded" in result.output
+    assert "tiny: 6 workers; straggling: independent, slowdown 2 to 8 (swept)" in result.output
+    assert "kind: exact (every decode exact)" in result.output and "│ exact " in result.output
+    assert "Fastest exact variant: " in result.output  # the conclusion (tests/test_conclusion.py reads it through)
     assert "fr(s=1)/decodable" in result.output and "speedup" in result.output
     assert f"results: {out}" in result.output
     iterations = pd.read_parquet(out / "iterations.parquet")

@@ -127,10 +127,21 @@ def test_ecdf_and_sweep_figures_carry_labels_and_legends(sim_run):
     texts, legends = labels_of(figures.mean_vs_sweep(run.iterations))
     assert {"straggling.slowdown (×)", "mean iteration time (s)"} <= texts and "FR s=1" in legends
     texts, _ = labels_of(figures.speedup_vs_sweep(run.iterations))
-    assert "speedup over baseline (×)" in texts
+    assert "speedup over uncoded (×)" in texts  # the baseline named
     texts, legends = labels_of(figures.scheme_map(run.iterations, run.workers))
     assert {"stragglers tolerated, s", "load (partitions per worker)", "upload (gradients per message)"} <= texts
     assert legends == {"uncoded", "FR s=1", "CR s=1", "cyclic-MDS s=1", "CCE-CR s=1 m=2"}
+
+
+def test_approximate_and_stale_curves_are_marked_and_say_so_in_the_legend(sim_run):
+    iterations = load_run(sim_run).iterations.copy()
+    iterations.loc[iterations["variant"] == "CR s=1", "exact"] = False
+    iterations.loc[iterations["variant"] == "FR s=1", "staleness"] = 1.0
+    for fig in (figures.speedup_vs_sweep(iterations), figures.iteration_time_ecdf(iterations)):
+        _, legends = labels_of(fig)
+        assert {"CR s=1 [approximate]", "FR s=1 [stale]", "uncoded"} <= legends
+    lines = {line.get_label(): line for line in figures.speedup_vs_sweep(iterations).axes[0].get_lines()}
+    assert lines["CR s=1 [approximate]"].get_fillstyle() == "left" and lines["uncoded"].get_fillstyle() == "full"
 
 
 def test_legends_drop_the_default_policy_and_keep_any_other():

@@ -268,7 +268,7 @@ def test_asynchronous_update_times_get_their_own_ecdf_panel():
     assert [ax.get_xlabel() for ax in fig.axes] == ["iteration time (s)", "time between model updates (s)"]
     in_panel = [{t.get_text() for t in ax.get_legend().get_texts()} for ax in fig.axes]
     # the two synchronous variants have identical times here, so the second is marked as lying on the first
-    assert in_panel == [{"uncoded", "FR s=1 (same curve as uncoded)"}, {"4-async · uncoded / k_async"}]
+    assert in_panel == [{"uncoded", "FR s=1 (same curve as uncoded)"}, {"4-async · uncoded / k_async [stale]"}]
     assert [ax.get_title() for ax in fig.axes] == ["synchronous policies", "asynchronous policies"]
     only_sync = figures.iteration_time_ecdf(sync)
     assert len(only_sync.axes) == 1 and only_sync.axes[0].get_xlabel() == "iteration time (s)"

@@ -101,8 +101,8 @@ def test_streamed_tables_equal_the_earlier_paths_tables(tmp_path, name, jobs):
     golden_summary = pd.read_csv(GOLDEN / f"stream_{name}_summary.csv")
     summary = running.summary()
     summary.to_csv(tmp_path / "summary.csv", index=False, float_format="%.17g")
-    # the summary reads times and flags only (no residual): bit for bit on any machine
-    assert_tables_equal(pd.read_csv(tmp_path / "summary.csv"), golden_summary)
+    # times and flags bit for bit on any machine; the mean residual of inexact decodes within the decodes' bound
+    assert_tables_equal(pd.read_csv(tmp_path / "summary.csv"), golden_summary, golden_decodes(points))
 
 
 def test_simulate_points_gives_the_frames_the_files_hold(tmp_path):

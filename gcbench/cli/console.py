@@ -116,6 +116,9 @@ def simulate_scenario(
             ray_cluster=None if ray is None else ray["address"] or "local",
         )
     variants = [v for point in points for v in point.scenario.variants]
+    from gcbench.scenario.describe import scenario_sentence
+
+    say(console, scenario_sentence(points[0].scenario))
     print_summary(done.summary, list(points[0].values), console, variants)
     from gcbench.results.summary import interval_note
 
@@ -174,16 +177,20 @@ def print_summary(
     import pandas as pd
     from rich.table import Table
 
+    from gcbench.results.conclusion import conclusions
+
     for _, rows in summary.groupby("point", sort=True):
         where = ", ".join(f"{c} = {rows[c].iloc[0]}" for c in sweep_columns)
         stale = bool((rows["staleness"] > 0).any())
-        table = Table(title=f"iteration time (s){f' at {where}' if where else ''}")
-        names = ["variant", "mean", "95% CI", "p50", "p99", "speedup", "exact"] + (["staleness"] if stale else [])
+        title = f"iteration time (s){f' at {where}' if where else ''}; speedup over {rows['baseline'].iloc[0]}"
+        table = Table(title=title)
+        names = ["variant", "kind", "mean", "95% CI", "p50", "p99", "speedup", "exact"]
+        names += ["staleness"] if stale else []
         for name in names + training_headings(rows):
-            table.add_column(name, justify="left" if name == "variant" else "right")
+            table.add_column(name, justify="left" if name in ("variant", "kind") else "right")
         for row in rows.itertuples():
             interval = f"[{interval_low(row.ci_low)}, {row.ci_high:.4g}]" if pd.notna(row.ci_low) else "n/a"
-            cells = [row.variant, f"{row.mean:.4g}", interval, f"{row.p50:.4g}", f"{row.p99:.4g}"]
+            cells = [row.variant, row.kind, f"{row.mean:.4g}", interval, f"{row.p50:.4g}", f"{row.p99:.4g}"]
             speedup = f"{row.speedup:.2f}x" if pd.notna(row.speedup) else "n/a"
             cells += [speedup, f"{row.exact_share:.0%}"] + ([f"{row.staleness:.2f}"] if stale else [])
             table.add_row(*cells, *training_cells(row))
@@ -192,6 +199,15 @@ def print_summary(
             console.print(TRAINED_NOTE + (TARGET_NOTE if "time_to_target" in rows.columns else ""))
         if stale:
             console.print(staleness_note(variants))
+    say(console, KIND_NOTE)
+    for line in conclusions(summary, sweep_columns):
+        say(console, line)
+
+
+KIND_NOTE = (
+    "kind: exact (every decode exact), approximate (some decodes were not: an approximate scheme, or a policy that "
+    "stopped waiting) or stale (results older than the model); exact: the share of exact decodes."
+)
 
 
 def interval_low(low: float) -> str:

@@ -215,8 +215,10 @@ def report(session, status: str, out: Path, console: Console) -> None:
     from gcbench.cli.console import print_summary
     from gcbench.real.run import write_summary
     from gcbench.results.summary import interval_note
+    from gcbench.scenario.describe import scenario_sentence
 
     iterations, summary = write_summary(session, out)
+    say(console, scenario_sentence(session.scenario))
     print_summary(summary, [], console, session.scenario.variants)
     if note := interval_note(summary):
         say(console, note)

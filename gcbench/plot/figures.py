@@ -98,8 +98,9 @@ def mean_vs_sweep(iterations: pd.DataFrame) -> Figure | None:
 
 
 def speedup_vs_sweep(iterations: pd.DataFrame) -> Figure | None:
-    """3. Speedup over the baseline (first) variant against the swept parameter."""
-    return _against_sweep(iterations, "speedup", "speedup over baseline (×)")
+    """3. Speedup over the baseline (first) variant, named on the axis, against the swept parameter."""
+    baseline = iterations["variant"].iloc[0] if len(iterations) else "baseline"
+    return _against_sweep(iterations, "speedup", f"speedup over {baseline} (×)")
 
 
 def _against_sweep(iterations: pd.DataFrame, value: str, label: str) -> Figure | None:

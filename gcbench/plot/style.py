@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from gcbench.results.schema import DEFAULT_POLICY  # noqa: E402
+from gcbench.results.summary import variant_kinds  # noqa: E402
 
 # Registry order, so a scheme keeps its colour across figures and runs.
 SCHEMES = ("uncoded", "ignore_stragglers", "fr", "cr", "cyclic_mds", "cce_cr", "cce_fr", "is_gc", "frc", "bgc")
@@ -89,7 +90,22 @@ def variant_styles(iterations) -> dict[str, dict]:
             "marker": MARKERS[rank % 7],
             "label": legend_label(row.variant, row.scheme, row.policy),
         }
+    if {"exact", "staleness", "stop", "point"} <= set(iterations.columns):
+        mark_kinds(styles, variant_kinds(iterations))
     return styles
+
+
+# An approximate or stale variant's marker is half filled (hollow ones are curves drawn on an identical one:
+# gcbench/plot/overlap.py) and its legend entry says which it is, so a fast curve is never read as an exact one.
+KIND_FILL = {"approximate": "left", "stale": "bottom"}
+
+
+def mark_kinds(styles: dict[str, dict], kinds: dict[str, str]) -> None:
+    """Mark the approximate and stale variants' styles in place (``kinds``: gcbench.results.summary.variant_kinds)."""
+    for variant, kind in kinds.items():
+        if kind in KIND_FILL and variant in styles:
+            styles[variant]["fillstyle"] = KIND_FILL[kind]
+            styles[variant]["label"] = f"{styles[variant]['label']} [{kind}]"
 
 
 # For uncoded training, waiting for all is the same rule as the default policy (it decodes from every message

@@ -8,9 +8,16 @@ it as it should. Its lower end is clipped at 0: a mean time cannot be negative.
 The ``ci_from`` column says which it was, or why there is none (one seed and
 fewer than 50 iterations), and ``interval_note`` says it in a sentence.
 
-The speedup is over the first variant; an asynchronous variant's iterations
-are single model updates, so its speedup over a synchronous one (or the other
-way round) is not reported.
+The speedup is over the first variant (the ``baseline`` column names it); an
+asynchronous variant's iterations are single model updates, so its speedup over
+a synchronous one (or the other way round) is not reported.
+
+The ``kind`` column keeps apart what is not comparable on time alone: ``stale``
+where the used results were older than the model (asynchronous policies,
+pipelined and sequential schemes: mean staleness above 0), else ``approximate``
+where any decode was not exact (an approximate scheme, or a policy that gave
+up waiting), else ``exact``. ``residual`` is the mean residual ||W R - T||_F of
+the inexact decodes (1.0 is one partition's gradient left out of the sum).
 
 A run that trained (real, or simulated with ``training.in_simulator``) adds the
 final loss and test accuracy (each seed's last, averaged over seeds) and, given
@@ -80,7 +87,8 @@ def summarize(
     return running.summary(target)
 
 
-READ = ("seed", "iteration", "duration", "exact", "staleness", "end", "loss", "accuracy")  # what the summary reads
+# what the summary reads
+READ = ("seed", "iteration", "duration", "exact", "residual", "staleness", "end", "loss", "accuracy")
 
 
 class RunningSummary:
@@ -123,7 +131,7 @@ class RunningSummary:
     def summary(self, target: float | None = None) -> pd.DataFrame:
         rows = []
         for point in sorted({point for point, _ in self.parts}):
-            baseline, baseline_async = None, None
+            baseline, baseline_async, baseline_name = None, None, None
             for variant in self.variants:
                 parts = self.parts.get((point, variant))
                 if not parts:
@@ -131,10 +139,10 @@ class RunningSummary:
                 frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
                 mean, asynchronous = frame["duration"].mean(), bool(frame["asynchronous"].all())
                 if baseline is None:
-                    baseline, baseline_async = mean, asynchronous
+                    baseline, baseline_async, baseline_name = mean, asynchronous, variant
                 speedup = baseline / mean if mean > 0 and asynchronous == baseline_async else np.nan
                 row = {"point": point, "variant": variant, **self.sweep_values[(point, variant)]}
-                rows.append({**row, **variant_columns(frame, mean, speedup, target)})
+                rows.append({**row, **variant_columns(frame, mean, speedup, target), "baseline": baseline_name})
         return pd.DataFrame(rows)
 
 
@@ -152,10 +160,42 @@ def variant_columns(frame: pd.DataFrame, mean: float, speedup: float, target: fl
         "staleness": frame["staleness"].mean(),
         "iterations": len(frame),
         "ci_from": interval_source(frame),
+        "kind": kind(frame),
+        "residual": inexact_residual(frame),
     }
     if "loss" in frame.columns:
         row.update(training_columns(frame, target))
     return row
+
+
+KINDS = ("exact", "approximate", "stale")
+
+
+def kind(frame: pd.DataFrame) -> str:
+    """exact, approximate or stale (the module's docstring says when), from one variant's iterations."""
+    if bool(frame["asynchronous"].all()) or frame["staleness"].mean() > 0:  # (NaN staleness: no job decoded)
+        return "stale"
+    return "exact" if bool(frame["exact"].all()) else "approximate"
+
+
+def variant_kinds(iterations: pd.DataFrame) -> dict[str, str]:
+    """Each variant's kind over every point of an iterations table: the least exact it was anywhere (a deadline
+    policy exact at mild straggling and approximate at severe is approximate)."""
+    rank, kinds = {name: i for i, name in enumerate(KINDS)}, {}
+    columns = [c for c in ("variant", "point", "exact", "staleness", "stop") if c in iterations.columns]
+    for (variant, _), group in iterations[columns].groupby(["variant", "point"], sort=False):
+        found = kind(group.assign(asynchronous=group["stop"] == stops.K_RESULTS))
+        if rank[found] >= rank[kinds.get(variant, "exact")]:
+            kinds[variant] = found
+    return kinds
+
+
+def inexact_residual(frame: pd.DataFrame) -> float:
+    """The mean residual of the inexact decodes (NaN: every decode exact, or no residual recorded)."""
+    if "residual" not in frame.columns:
+        return np.nan
+    inexact = frame.loc[~frame["exact"].astype(bool), "residual"]
+    return float(inexact.mean()) if len(inexact) else np.nan
 
 
 def training_columns(frame: pd.DataFrame, target: float | None) -> dict[str, float | int]:
