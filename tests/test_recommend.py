@@ -74,12 +74,12 @@ def test_a_chronic_straggler_makes_a_code_win_and_is_named(tmp_path):
     best = exact.iloc[0]
     assert best["s"] >= 1 and best["candidate"] != "uncoded" and best["speedup"] > 2
     assert list(basis["chronic_workers"]) == ["2"] and basis["chronic_workers"]["2"] > 0.5
-    assert "tolerates worker 2's chronic slowness" in best["reason"]
+    assert "worker 2's chronic slowness among them" in best["reason"]
     uncoded = table[table["candidate"] == "uncoded"].iloc[0]
     assert uncoded["speedup"] == 1.0 and uncoded["reason"].startswith("no redundancy")
 
 
-def test_candidates_share_their_draws(tmp_path):
+def test_candidates_share_their_draws_and_one_code_under_two_names_is_one_row(tmp_path):
     scenario = scenario_of(cluster(tmp_path, extra="straggling: {model: independent, probability: 0.2, slowdown: 4}\n"))
     schemes = ["uncoded", "ignore_stragglers", "fr", "heterogeneous", "cr"]
     candidates = enumerate_candidates(scenario, schemes=schemes, max_s=2)
@@ -88,20 +88,63 @@ def test_candidates_share_their_draws(tmp_path):
     pd.testing.assert_frame_equal(first, again, check_exact=True)
     values = first.set_index("candidate")["value"]
     # on common draws, candidates that wait for the same workers take the same times, to the bit: ignoring s
-    # stragglers is waiting for the fastest n - s, and the heterogeneous code at equal speeds is FR
-    assert (
-        values["ignore_stragglers(s=1)"] == values["uncoded/fastest-5"]
-        and values["fr(s=2)"] == values["heterogeneous(s=2)"]
-    )
+    # stragglers is waiting for the fastest n - s, and the heterogeneous code at equal speeds is FR; each pair is
+    # one row, which says whom it stands for
+    assert basis["merged"]["uncoded/fastest-5"] == ["ignore_stragglers(s=1)"]
+    assert basis["merged"]["fr(s=2)"] == ["heterogeneous(s=2)"]
+    reasons = first.set_index("candidate")["reason"]
+    assert "(heterogeneous(s=2) runs the same iterations)" in reasons["fr(s=2)"]
+    assert "heterogeneous(s=2)" not in values.index and "ignore_stragglers(s=1)" not in values.index
     assert values["cr(s=1)"] != values["fr(s=1)"]  # (and different codes differ)
-    # equal times are near ties, listed best first; a kind whose best stands alone has none
-    ties = basis["near_ties"]["approximate"]
-    assert {"ignore_stragglers(s=2)", "uncoded/fastest-4"} <= set(ties) and ties[0] == first.loc[
-        first["kind"] == "approximate", "candidate"
-    ].iloc[0]
+    # so near ties are between codes that differ: listed best first, none the same iterations as another
     for kind, labels in basis["near_ties"].items():
         best = first[first["kind"] == kind]["value"].min()
         assert all(values[label] <= 1.1 * best for label in labels)
+        assert len({values[label] for label in labels}) == len(labels), labels
+        assert labels[0] == first.loc[first["kind"] == kind, "candidate"].iloc[0]
+
+
+def test_the_advice_comes_first_true_of_its_pick_with_uncoded_and_a_variant_to_paste(tmp_path):
+    import yaml
+
+    from gcbench.scenario.schema import Variant
+    from gcbench.twin.advice import advise
+
+    scenario = scenario_of(cluster(tmp_path, extra="straggling: {model: fixed, workers: [2], slowdown: 8}\n"))
+    candidates = enumerate_candidates(scenario, schemes=["uncoded", "ignore_stragglers", "fr", "cr"], max_s=2)
+    table, basis = recommend(scenario, candidates, 300)
+    advice = advise(table, basis, candidates, scenario)
+    best_exact = table[table["kind"] == "exact"].iloc[0]
+    uncoded = table.set_index("candidate").loc["uncoded", "value"]
+    assert advice.pick == best_exact["candidate"] != "uncoded"
+    assert advice.lines[0].startswith(f"Pick: {advice.pick}, predicted {best_exact['value']:.4g} s per iteration")
+    assert f"against uncoded's {uncoded:.4g}: {best_exact['speedup']:.2f}x its speed" in advice.lines[0]
+    assert "worker 2's chronic slowness among them" in advice.lines[0]  # (worker 2 is the chronic straggler)
+    # an approximate candidate is never said to tolerate the straggler: it leaves it out
+    approximate = table[table["kind"] == "approximate"]
+    assert not approximate["reason"].str.contains("tolerates").any()
+    assert any(line.startswith("Faster per iteration but approximate: ") for line in advice.lines)
+    pasted = yaml.safe_load(advice.lines[-1].removeprefix("As a scenario's variant: "))
+    assert Variant.model_validate(pasted).display_label() == advice.pick
+
+
+def test_write_scenario_runs_the_pick_beside_uncoded(tmp_path):
+    path = cluster(tmp_path, extra="straggling: {model: fixed, workers: [2], slowdown: 8}\n")
+    picked = tmp_path / "picked.yaml"
+    args = ["recommend", str(path), "--schemes", "uncoded,fr,cr", "--max-s", "2", "--iterations", "200",
+            "--out", str(tmp_path / "out"), "--write-scenario", str(picked)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert result.output.index("Pick: ") < result.output.index("best exact candidates")  # the advice first
+    assert f"gcbench run {picked}" in result.output
+    document = json.loads((tmp_path / "out" / "recommend.json").read_text())
+    pick = next(r["candidate"] for r in document["ranked"] if r["kind"] == "exact")
+    variants = scenario_of(picked).variants
+    assert [v.display_label() for v in variants][:2] == ["uncoded", pick]
+    simulated = runner.invoke(app, ["simulate", str(picked), "--out", str(tmp_path / "sim")])
+    assert simulated.exit_code == 0 and "Fastest exact variant: " in simulated.output
+    refused = runner.invoke(app, [*args[:-1], str(tmp_path), "--force"])
+    assert refused.exit_code == 2 and "is a directory; give a file name" in refused.output
 
 
 def test_gcbench_recommend_prints_the_best_and_writes_its_files(tmp_path):

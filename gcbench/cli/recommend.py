@@ -44,9 +44,19 @@ def recommend(
         typer.Option("--out", help="Where to write recommend.json and the figure (default: under results/)."),
     ] = None,
     force: ForceOption = False,
+    write_scenario: Annotated[
+        Path | None,
+        typer.Option(
+            "--write-scenario",
+            metavar="PATH",
+            help="Write a scenario that runs the pick beside uncoded and its near ties (gcbench run PATH).",
+        ),
+    ] = None,
 ) -> None:
     """Rank every scheme, s and policy that applies to a cluster by its simulated speed (or time to accuracy)."""
     from gcbench.results.metadata import new_run_directory
+    from gcbench.twin.advice import advise
+    from gcbench.twin.advice import write_scenario as write_scenario_file
     from gcbench.twin.candidates import check_scheme_names, enumerate_candidates
     from gcbench.twin.recommend import DEFAULT_ITERATIONS
     from gcbench.twin.recommend import recommend as rank
@@ -59,13 +69,22 @@ def recommend(
     candidates = enumerate_candidates(scenario, _names(schemes), max_s, _names(policies), max_burst, max_window)
     count = iterations or DEFAULT_ITERATIONS
     say(console, f"{origin}: {len(candidates)} candidates, {count} iterations x {len(scenario.seeds)} seed(s) each")
+    if write_scenario is not None and write_scenario.is_dir():  # (said before the candidates' minutes, not after)
+        raise GcbenchError(f"--write-scenario {write_scenario}: is a directory; give a file name such as picked.yaml.")
     table, basis = rank(scenario, candidates, count, _progress(console))
     out = out or new_run_directory(Path("results"), f"{scenario.name}-recommend")
     out.mkdir(parents=True, exist_ok=True)
+    advice = advise(table, basis, candidates, scenario)
+    for line in advice.lines:
+        say(console, line)
     _print_top(table, top, console)
     for note in _notes(basis):
         say(console, f"note: {note}")
     written = _write(table, basis, origin, scenario, top, out)
+    if write_scenario is not None:
+        written.append(write_scenario_file(scenario, advice, write_scenario))
+        say(console, f"run the pick beside uncoded{' and its near ties' if advice.close else ''}: gcbench run "
+                     f"{write_scenario} (or gcbench simulate {write_scenario})")  # fmt: skip
     for path in written:
         say(console, f"wrote {path}")
 
@@ -143,8 +162,8 @@ def _notes(basis: dict) -> list[str]:
         notes.append(f"chronic stragglers under uncoded training: {named}")
     for kind, labels in basis["near_ties"].items():
         notes.append(
-            f"{', '.join(labels)} ({kind}) are predicted within 10% of one another, closer than a simulation can be "
-            "trusted to rank them on a real cluster (docs/calibration.md, Limits): run them for real before choosing"
+            f"{', '.join(labels)} ({kind}) are predicted within 10% of the best of their kind, closer than a "
+            "simulation can be trusted to rank them on a real cluster (docs/calibration.md, Limits)"
         )
     kinds = basis["kinds"]
     if basis["target_accuracy"] is None and len(kinds) > 1:

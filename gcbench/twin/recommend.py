@@ -87,11 +87,13 @@ def recommend(scenario: Scenario, candidates: list[Candidate], iterations: int =
 
 
 def _merged(rows: list[tuple[Candidate, dict]]) -> tuple[list[tuple[Candidate, dict]], dict]:
-    """One row for the candidates of one scheme and policy whose every iteration took the same time (the s a
-    scheme's timing does not depend on, such as bcc's): the first (the least s), with the others it stands for."""
+    """One row for the candidates of one kind whose every iteration took the same time on the common draws: the
+    s a scheme's timing does not depend on (bcc's), or one code under two names (the heterogeneous code at equal
+    speeds is FR; ignoring s stragglers is waiting for the fastest n - s): the first, with those it stands for.
+    So no two rows of the ranking are the same candidate, and a near tie is between codes that differ."""
     kept, merged, first = [], {}, {}
     for candidate, row in rows:
-        key = (row["scheme"], row["policy"], candidate.delay, row.pop("signature"))  # (a later update is not alike)
+        key = (candidate.kind, candidate.delay, row.pop("signature"))  # (a later update is not alike)
         if key in first:
             merged.setdefault(first[key], []).append(candidate)
             continue
@@ -104,10 +106,16 @@ def _same(candidate: Candidate, merged: dict) -> str:
     same = merged.get(candidate.variant.display_label(), [])
     if not same:
         return ""
-    if candidate.delay:  # the same s, other (burst, window, lambda)
+    scheme = candidate.variant.scheme
+    if candidate.delay and all(c.variant.scheme == scheme for c in same):  # the same s, other (burst, window, lambda)
         tuples = [tuple(c.variant.scheme_params()[k] for k in ("burst", "window", "lam")) for c in same]
         return f" ((burst, window, lam) = {', '.join(str(t).replace(' ', '') for t in tuples)} run the same)"
-    return f" (s = {', '.join(str(c.variant.s) for c in same)} run the same)"
+    alike = [c for c in same if c.variant.scheme == scheme and c.variant.policy == candidate.variant.policy]
+    others = [c.variant.display_label() for c in same if c not in alike]
+    parts = [f"s = {', '.join(str(c.variant.s) for c in alike)} run the same"] if alike else []
+    if others:
+        parts.append(f"{', '.join(others)} run{'s' if len(others) == 1 else ''} the same iterations")
+    return f" ({'; '.join(parts)})"
 
 
 def _simulate(scenario: Scenario, seed: int):
@@ -209,9 +217,13 @@ def _reason(candidate: Candidate, row: dict, n: int, chronic: dict[int, float]) 
             f"round{'s' if candidate.delay > 1 else ''} late"
         )
     parts = []
-    if chronic and s >= len(chronic):
+    if not candidate.exact and not candidate.pipelined:  # it does not tolerate stragglers: it leaves them out
+        parts.append(f"decodes without waiting for its slowest workers, approximately (exact in "
+                     f"{row['exact_share']:.0%} of iterations)")  # fmt: skip
+    elif chronic and s >= len(chronic):
         named = ", ".join(f"worker {w}" for w in chronic)
-        parts.append(f"tolerates {named}'s chronic slowness")
+        parts.append(f"tolerates any {s} straggler{'s' if s > 1 else ''} per iteration, {named}'s chronic slowness "
+                     "among them")  # fmt: skip
     else:
         parts.append(f"tolerates any {s} straggler{'s' if s > 1 else ''} per iteration")
     if candidate.pipelined:
@@ -222,7 +234,7 @@ def _reason(candidate: Candidate, row: dict, n: int, chronic: dict[int, float]) 
     elif candidate.exact:
         parts.append(f"pays {candidate.load:.3g}x the compute of uncoded for it")
     else:
-        parts.append(f"computes {candidate.load:.3g}x and decodes approximately (exact in {row['exact_share']:.0%})")
+        parts.append(f"computes {candidate.load:.3g}x what uncoded does")
     if candidate.m > 1:
         parts.append(f"uploads 1/{candidate.m} of a gradient per message")
     return "; ".join(parts)
