@@ -145,17 +145,17 @@ def test_the_compute_factor_gives_the_calibrating_variants_their_measured_mean()
     scenario = known(iterations=300)
     run = simulated_run(scenario, seed=2)
     matched, note = matched_to_means(compute_scaled(scenario, 1.25), [run], None)
-    factor = float(note.split("the fit times ")[1].split(" ")[0])
+    factor = float(note.split("the fit scaled by ")[1].split(":")[0])
     assert 0.75 < factor < 0.85, note
     assert compare(matched, run)["error_mean"].abs().max() < 0.005
-    assert "total time by +0.0%" in note or "total time by -0.0%" in note, note
-    assert note.startswith("compute.per_partition and compute.fixed are the fit times"), note
+    assert "it differs by +0.0% after the scaling" in note or "it differs by -0.0% after the scaling" in note, note
+    assert note.startswith("The written compute.per_partition and compute.fixed are the fit scaled by"), note
 
 
 def test_the_calibrated_scenario_says_its_compute_factor_and_needs_almost_none_on_its_own_tables(truth):
     _, _, calibration = truth
-    note = next(note for note in calibration.notes if "the fit times" in note)
-    assert abs(float(note.split("the fit times ")[1].split(" ")[0]) - 1.0) < 0.03, note
+    note = next(note for note in calibration.notes if "the fit scaled by" in note)
+    assert abs(float(note.split("the fit scaled by ")[1].split(":")[0]) - 1.0) < 0.03, note
 
 
 def test_the_simulated_columns_are_paired_with_the_run_and_the_long_run_is_not():
@@ -343,8 +343,20 @@ def test_calibrate_writes_a_scenario_and_prints_every_leg(written, tmp_path):
         assert f"| {part} |" in text and f"![{part}]({part}.png)" in text
     assert "## replay:" in text and "## fitted:" in text and "## predicted:" in text
     assert text.count("long-run error |") == 2 and "the very ones the run drew" in text  # (fitted and predicted)
+    assert text.count("Verdicts:") == 2 and "the measurement's 95% CI; predicted " in text
     for title in ("fitted parts", "replay:", "fitted:", "predicted:", "Kendall's tau", "long-run error"):
         assert title in result.output
+    # one verdict per variant and leg, with the CI and the leg: the run injected its stragglers, so the paired one
+    assert f"Verdicts, predicted {written} (it injected straggling (independent)" in result.output
+    table = compare(calibrate([read_measured(written)]).scenario, read_measured(written))
+    for row in table.itertuples():
+        inside = "within" if row.ci_low <= row.simulated_mean <= row.ci_high else "outside"
+        assert (
+            f"  {row.variant}: {inside} the measurement's 95% CI; predicted {row.simulated_mean:.4g} s, measured "
+            f"{row.measured_mean:.4g} s (95% CI {row.ci_low:.4g} to {row.ci_high:.4g}, ±"
+        ) in result.output
+    assert result.output.count("from the paired simulation (the run's seeds and injected draws): the machine model's "
+                               "error") == 2 * len(table)  # fmt: skip
     assert "fewer than 50 iterations per variant" not in result.output  # (the run has more)
     again = CliRunner().invoke(app, ["calibrate", str(written), "-o", str(out)])
     assert again.exit_code == 2 and "exists already; add --force" in again.output
@@ -356,6 +368,25 @@ def test_a_short_run_is_calibrated_with_a_warning_about_its_tails(tmp_path):
     assert result.exit_code == 0, result.output
     assert "fewer than 50 iterations per variant and seed" in result.output
     assert "no measured mean has a 95% CI" in result.output and "n/a" in result.output
+    assert "uncoded: cannot be judged: the measurement has no 95% CI" in result.output
+
+
+def test_without_injected_stragglers_the_verdict_is_the_long_runs():
+    from gcbench.twin.verdict import injected_models, verdicts
+
+    scenario = known(iterations=300, straggling={"model": "none"})
+    run = simulated_run(scenario)
+    assert injected_models(scenario) == []
+    assert injected_models(known()) == ["straggling (independent)"]
+    table = compare(calibrate([run]).scenario, run, iterations=2000)
+    judged = verdicts(table, injected=False)
+    assert [v.leg for v in judged] == ["long run", "long run"]
+    assert [v.predicted for v in judged] == table["long_run_mean"].tolist()
+    assert "from the long run (other draws): the prediction for a cluster whose stragglers are its own" in (
+        judged[0].sentence()
+    )
+    # the twin of a cluster it was fitted to predicts it within the measurement's noise
+    assert all(v.inside for v in judged), [v.sentence() for v in judged]
 
 
 def _damaged(written: Path, tmp_path: Path, how: str) -> Path:

@@ -269,6 +269,50 @@ def test_sim_vs_real_counts_iterations_gives_errors_and_hides_nothing(real_run, 
     assert not right.yaxis.label.get_window_extent(renderer).overlaps(left.get_tightbbox(renderer))
 
 
+def test_a_paired_and_a_long_run_simulation_share_the_figure_with_the_measured_means_95_cis(real_run, tmp_path):
+    """The comparison shows what calibration achieves: measured means with their 95% CIs, against the simulation
+    of the same seeds and iterations (paired, so named) and a long run (hollow), each with its own CI."""
+    from matplotlib.collections import LineCollection
+
+    fixture = load_run(real_run)
+    doubled = pd.concat([fixture.iterations, fixture.iterations.assign(iteration=fixture.iterations["iteration"] + 30)])
+    write_results(tmp_path / "fixture-real", doubled.reset_index(drop=True), None, fixture.metadata)
+    real_run = tmp_path / "fixture-real"
+    real = load_run(real_run)  # 60 iterations, one seed: a 95% CI from 10 batch means
+    meta = {"mode": "sim", "scenario": {**real.metadata["scenario"], "calibrated_from": [str(real_run)]}}
+    rng = np.random.default_rng(1)
+    paired = real.iterations.assign(duration=real.iterations["duration"] * 1.02)  # its seeds and iterations
+    long = pd.concat([real.iterations.assign(seed=seed) for seed in range(3)] * 4, ignore_index=True)
+    long = long.assign(iteration=long.groupby(["variant", "seed"]).cumcount(),
+                       duration=0.3 + rng.exponential(0.1, len(long)))  # fmt: skip
+    write_results(tmp_path / "fixture-paired", paired, None, meta)
+    write_results(tmp_path / "fixture-long", long, None, meta)
+    out = tmp_path / "o"
+    result = runner.invoke(app, ["plot", str(tmp_path / "fixture-long"), str(tmp_path / "fixture-paired"),
+                                 str(real_run), "-o", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert (out / "fixture-long-sim-and-fixture-paired-sim-vs-fixture-real.png").is_file()
+    fig = figures.sim_vs_real(paired, real.iterations, "calibrated simulation, paired",
+                              {"calibrated simulation, 240 iterations": long})  # fmt: skip
+    _, right = fig.axes
+    assert fig.get_suptitle() == (
+        "calibrated simulation, paired: 60 · calibrated simulation, 240 iterations: 720 · measured: 60 iterations "
+        "per variant"
+    )
+    _, legends = labels_of(fig)
+    assert "FR s=1: calibrated simulation, paired mean +2% off measured" in legends
+    points = {line.get_label(): line for line in right.get_lines() if line.get_label().startswith("FR s=1")}
+    hollow = points[next(label for label in points if "240 iterations" in label)]
+    assert hollow.get_markerfacecolor() == "none"
+    # a vertical bar (the measured mean's 95% CI) and a horizontal one (the simulation's) per point: 2 variants,
+    # 2 simulations
+    bars = [c for c in right.collections if isinstance(c, LineCollection)]
+    assert len(bars) == 2 * 2 * 2
+    low, high = figures.summarize(real.iterations).set_index("variant").loc["FR s=1", ["ci_low", "ci_high"]]
+    vertical = [seg for c in bars for seg in c.get_segments() if seg[0][0] == seg[1][0]]
+    assert any(np.allclose(sorted([seg[0][1], seg[1][1]]), [low, high]) for seg in vertical)
+
+
 def real_on(backend: str, real_run: Path, folder: Path, slower: float) -> Path:
     """The fixture's real run as if measured on ``backend``, its iterations ``slower`` times as long."""
     run = load_run(real_run)
@@ -437,7 +481,7 @@ def test_the_readme_links_shipped_figures_and_they_carry_the_names_plot_gives():
     stems = ("stragglers-sim", "cifar10-sim", "cifar10-real", "scheme_family-sim", "compression-sim",
              "compression-cifar10-real", "trace_replay-sim")  # fmt: skip
     names = {f"{stem}-{spec}" for stem in stems for spec in [*(spec.name for spec in FIGURES), "attribution"]}
-    names |= {"cifar10-sim-vs-cifar10-real"}
+    names |= {"cifar10-sim-vs-cifar10-real", "cifar10-paired-sim-and-cifar10-sim-vs-cifar10-real"}
     shipped = {path.stem for path in (ROOT / "figures").glob("*.png")}
     assert shipped <= names, shipped - names
 

@@ -105,3 +105,29 @@ def test_a_damaged_batch_is_one_sentence(tmp_path):
     (folder / "test_batch").write_bytes((folder / "test_batch").read_bytes()[:100])
     with pytest.raises(GcbenchError, match=r"test_batch: not a CIFAR-10 python batch \(UnpicklingError: "):
         cifar10(tmp_path, tmp_path / "cache")
+
+
+def test_decoding_an_image_copy_says_so_as_it_goes_and_caches_it(tmp_path, monkeypatch):
+    """The first use of a JPEG copy decodes 60,000 images (about 10 s): the run says what it does, then caches."""
+    from PIL import Image
+
+    import gcbench.training.data as data
+
+    root = tmp_path / "cifar"
+    for split, count in (("train", 5), ("test", 2)):
+        for name in ("cat", "dog"):
+            folder = root / split / name
+            folder.mkdir(parents=True)
+            for i in range(count):
+                Image.new("RGB", (32, 32), (i, 0, 0)).save(folder / f"{i}.jpg")
+    monkeypatch.setattr(data, "DECODE_EVERY", 4)
+    lines: list[str] = []
+    first = cifar10(root, tmp_path / "cache", lines.append)
+    assert lines == [
+        f"decoding CIFAR-10 from {root} (its first use; cached in {tmp_path / 'cache'} for later runs)",
+        "  decoded 4 of 14 images", "  decoded 8 of 14 images", "  decoded 12 of 14 images",
+        "  decoded 14 of 14 images",
+    ]  # fmt: skip
+    lines.clear()
+    again = cifar10(root, tmp_path / "cache", lines.append)
+    assert lines == [] and np.array_equal(first.train_images, again.train_images)  # from the cache, silently

@@ -286,16 +286,27 @@ def test_run_check_says_what_would_train_and_trains_nothing(tmp_path):
     assert "x 2 seeds x" in done.output and "would train on the local backend; nothing was run." in done.output
     assert not out.exists()
     cifar = BASE + f"training: {{dataset: cifar10, batch_size: 6, cache_dir: {tmp_path / 'cache'}}}\n"
-    path.write_text(cifar)  # no --data-dir, nothing downloaded before: the run would need the internet, and says so
+    path.write_text(cifar)  # no --data-dir, nothing downloaded before: refused, gcbench downloads nothing
+    for command in (["--check"], ["--iterations", "1", "--out", str(tmp_path / "r")]):
+        done = runner.invoke(app, ["run", str(path), "--backend", "local", *command])
+        assert done.exit_code == 2 and done.stderr.startswith("error: no CIFAR-10 copy: training.data_dir (or "), done
+        assert "gcbench downloads nothing" in done.stderr and "--dataset synthetic" in done.stderr
+        assert "\n" not in done.stderr.rstrip("\n")  # one sentence, one line
+    downloaded = tmp_path / "cache" / "cifar-10-batches-py"  # as torchvision's download leaves it
+    downloaded.mkdir(parents=True)
     done = runner.invoke(app, ["run", str(path), "--backend", "local", "--check"])
-    assert done.exit_code == 0 and "so the run will download it with torchvision" in done.output, done.output
+    assert done.exit_code == 0 and f"CIFAR-10 from {downloaded}." in done.output, done.output
 
 
 @pytest.mark.parametrize(
     ("training", "extra", "expected"),
     [
         ("{dataset: cifar10, data_dir: no/such/folder, batch_size: 6}", [], "folder does not exist; a relative"),
-        ("{dataset: cifar10, data_dir: /no/such/folder, batch_size: 6}", [], "/no/such/folder does not exist. CIFAR"),
+        (
+            "{dataset: cifar10, data_dir: /no/such/folder, batch_size: 6}",
+            [],
+            "/no/such/folder does not exist. Pass --data-dir",
+        ),
         ("{dataset: synthetic, batch_size: 6}", ["--lr", "inf"], "training.learning_rate: Input should be a finite"),
         ("{dataset: synthetic, batch_size: 6}", ["--resume", "x"], "--check checks a new run"),
     ],

@@ -79,6 +79,8 @@ def calibrate(
         legs[f"predicted: {run.path}"] = compare(calibration.scenario, run)
     for title, table in legs.items():
         _print_leg(title, table, ranking(table), console)
+    for run, leg in [*((run, "fitted to") for run in measured), *((run, "predicted") for run in targets)]:
+        _print_verdicts(run, leg, legs[f"{'fitted' if leg == 'fitted to' else 'predicted'}: {run.path}"], console)
     if train:
         from gcbench.twin.evaluate import time_to_accuracy
 
@@ -91,7 +93,8 @@ def calibrate(
     if report is not None:
         from gcbench.twin.report import write_report
 
-        for path in write_report(calibration, legs, report):
+        judged = {f"fitted: {run.path}": run for run in measured} | {f"predicted: {run.path}": run for run in targets}
+        for path in write_report(calibration, legs, report, judged):
             say(console, f"wrote {path}")
     say(console, f"calibrated scenario: {out} (gcbench simulate {out})")
 
@@ -129,7 +132,7 @@ def _print_leg(title: str, table, ranking, console) -> None:
 
     grid = Table(title=title)
     long_run = table["long_run_mean"].notna().any()  # (the replay has none)
-    headings = ["variant", "measured mean", "95% CI", "simulated mean", "error", "p50 error", "p99 error"]
+    headings = ["variant", "measured mean", "95% CI", "simulated mean", "error (paired)", "p50 error", "p99 error"]
     for heading in headings + (["long-run error"] if long_run else []):
         grid.add_column(heading, justify="left" if heading == "variant" else "right")
     for row in table.itertuples():
@@ -142,15 +145,30 @@ def _print_leg(title: str, table, ranking, console) -> None:
     if long_run:
         from gcbench.twin.evaluate import SIMULATED_ITERATIONS
 
-        say(console, "simulated: the run's own seeds and iterations (its very stragglers); long-run error: the "
-                     f"same scenario over {SIMULATED_ITERATIONS} iterations of other draws, against the measured "
-                     "mean")  # fmt: skip
+        say(console, "simulated and error (paired): the run's own seeds and iterations (its very stragglers): the "
+                     "machine model's error where the run injected them; long-run error: the same scenario over "
+                     f"{SIMULATED_ITERATIONS} iterations of other draws against the measured mean: the prediction "
+                     "where the stragglers were the cluster's own")  # fmt: skip
     tau, kept = ranking
     if len(table) > 1 and table["ci_low"].isna().all():
         say(console, f"Kendall's tau {tau:.2f}; no measured mean has a 95% CI (one seed and fewer than 50 iterations), "
                      "so whether the ranking is kept where they are apart cannot be judged")  # fmt: skip
     elif len(table) > 1:
         say(console, f"Kendall's tau {tau:.2f}; ranking {'kept' if kept else 'NOT kept'} where the 95% CIs are apart")
+
+
+def _print_verdicts(run, leg: str, table, console) -> None:
+    """One verdict per variant (gcbench/twin/verdict.py), on the leg that suits how the run got its stragglers."""
+    from gcbench.twin.verdict import injected_models, verdicts
+
+    injected = injected_models(run.scenario)
+    if injected:
+        why = f"it injected {', '.join(injected)}, so the paired simulation replays its draws"
+    else:
+        why = "it injected nothing, so its stragglers were the cluster's own and the long run is the prediction"
+    say(console, f"Verdicts, {leg} {run.path} ({why}):")
+    for verdict in verdicts(table, bool(injected)):
+        say(console, f"  {verdict.sentence()}")
 
 
 def _print_accuracy(title: str, table, console) -> None:

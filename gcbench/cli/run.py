@@ -150,7 +150,8 @@ def _train(run: RealRun, address: str | None, console: Console) -> Path:
     try:
         with guard:
             display = lambda: RunProgress(console)  # noqa: E731 (made once the backend has started, as its clock)
-            session = open_session(run, address, display, guard, lambda runs: say_resuming(console, run, runs))
+            resuming = lambda runs: say_resuming(console, run, runs)  # noqa: E731
+            session = open_session(run, address, display, guard, resuming, lambda line: say(console, line))
             if session is None:
                 say_complete(console, run)
                 return run.out

@@ -143,17 +143,37 @@ def draw_runs(runs: list[Run], out: Path, formats: tuple[str, ...], target: floa
         fig = None if table is None else attribution_map(run.iterations, run.workers, table)
         if fig is not None:
             written.append(save_figure(fig, out / f"{run.stem}-attribution", formats, _caption(ATTRIBUTION, run)))
-    for sim, reals, rows in comparisons(runs):
-        calibrated = sim.metadata.get("scenario", {}).get("calibrated_from")
-        named = "calibrated simulation" if calibrated else "simulated"
-        fig = figures.sim_vs_real(rows, {name: real.iterations for name, real in reals.items()}, named)
+    for sims, reals in comparisons(runs):
+        measured = {name: real.iterations for name, real in reals.items()}
+        named = {simulation_name(sim, list(reals.values()), len(sims)): rows for sim, rows in sims}
+        named = dict(sorted(named.items(), key=lambda item: not item[0].endswith(", paired")))  # (paired first)
+        (first, rows), *others = named.items()
+        fig = figures.sim_vs_real(rows, measured, first, dict(others))
         if fig is not None:
             caption = SIM_VS_REAL
-            for run in (sim, *reals.values()):
+            for run in (*(sim for sim, _ in sims), *reals.values()):
                 caption = _caption(caption, run)
-            stem = f"{sim.stem}-vs-{'-and-'.join(real.stem for real in reals.values())}"
+            simulations, measurements = (sim.stem for sim, _ in sims), (real.stem for real in reals.values())
+            stem = f"{'-and-'.join(simulations)}-vs-{'-and-'.join(measurements)}"
             written.append(save_figure(fig, out / stem, formats, caption))
     return written
+
+
+def simulation_name(sim: Run, reals: list[Run], count: int) -> str:
+    """'simulated' or 'calibrated simulation' (a scenario gcbench calibrate wrote), with ', paired' where it ran
+    the measured runs' seeds and iterations (its injected draws are theirs), and, beside another simulation, its
+    length otherwise ('calibrated simulation, 5000 iterations')."""
+    name = "calibrated simulation" if sim.metadata.get("scenario", {}).get("calibrated_from") else "simulated"
+    iterations = int(sim.iterations.groupby(["variant", "seed"]).size().max())
+    seeds = sorted(sim.iterations["seed"].unique().tolist())
+    paired = all(
+        sorted(real.iterations["seed"].unique().tolist()) == seeds
+        and int(real.iterations.groupby(["variant", "seed"]).size().max()) == iterations
+        for real in reals
+    )
+    if paired:
+        return f"{name}, paired"
+    return f"{name}, {iterations} iterations" if count > 1 else name
 
 
 def pairs(runs: list[Run]) -> list[tuple[Run, Run, pd.DataFrame | None]]:
@@ -167,17 +187,22 @@ def pairs(runs: list[Run]) -> list[tuple[Run, Run, pd.DataFrame | None]]:
     ]
 
 
-def comparisons(runs: list[Run]) -> list[tuple[Run, dict[str, Run], pd.DataFrame]]:
-    """Each simulated run with every real run of its scenario that it can be compared with, by name (their
-    backend; their directory's name where two share one), for one figure that puts them all side by side.
+def comparisons(runs: list[Run]) -> list[tuple[list[tuple[Run, pd.DataFrame]], dict[str, Run]]]:
+    """The simulated runs of a scenario with every real run of it that they can be compared with, by name (their
+    backend; their directory's name where two share one), for one figure that puts them all side by side: a
+    paired and a long-run simulation beside the measurement, or one measurement on two backends.
 
     The simulated rows are those at the real runs' sweep point (real runs at different points: one figure
     per point)."""
-    found: dict[tuple[int, int], tuple[Run, list[Run], pd.DataFrame]] = {}
+    found: dict[tuple[str, tuple[int, ...]], tuple[dict[int, tuple[Run, pd.DataFrame]], list[Run]]] = {}
+    by_sim: dict[tuple[int, int], tuple[Run, list[Run], pd.DataFrame]] = {}
     for sim, real, rows in pairs(runs):
         if rows is not None:
-            found.setdefault((id(sim), comparable_point(sim, real)), (sim, [], rows))[1].append(real)
-    return [(sim, _by_name(reals), rows) for sim, reals, rows in found.values()]
+            by_sim.setdefault((id(sim), comparable_point(sim, real)), (sim, [], rows))[1].append(real)
+    for sim, reals, rows in by_sim.values():  # simulations compared with the same real runs share a figure
+        sims, _ = found.setdefault((sim.scenario_name, tuple(id(r) for r in reals)), ({}, reals))
+        sims[id(sim)] = (sim, rows)
+    return [(list(sims.values()), _by_name(reals)) for sims, reals in found.values()]
 
 
 def _by_name(reals: list[Run]) -> dict[str, Run]:

@@ -96,14 +96,9 @@ def checked_run(path: Path, backend: str, iterations: int | None, training: dict
     RealRun(scenario, path, backend, Path("."), {}).check_backend()
     data = ""
     if scenario.training.dataset == "cifar10":
-        from gcbench.training.data import DEFAULT_CACHE, check_data_dir
+        from gcbench.training.data import find_cifar10
 
-        training = scenario.training
-        if training.data_dir is not None:
-            check_data_dir(training.data_dir)
-        elif not (Path(training.cache_dir or DEFAULT_CACHE) / "cifar-10-batches-py").is_dir():
-            data = (" CIFAR-10: no --data-dir and no copy downloaded before, so the run will download it with "
-                    "torchvision (it needs the internet; offline, give --data-dir).")  # fmt: skip
+        data = f" CIFAR-10 from {find_cifar10(scenario.training)}."
     seeds, count = len(scenario.seeds), len(scenario.variants)
     what = f"{count} variant{'s' if count != 1 else ''} x {seeds} seed{'s' if seeds != 1 else ''}"
     where = f"would train on the {backend} backend; nothing was run."
@@ -142,16 +137,16 @@ def refuse_checkpoints(out: Path) -> None:
         )
 
 
-def open_session(
-    run: RealRun, address: str | None, display: Callable[[], Any], guard, on_resume: Callable[[list], None]
-):
+def open_session(run: RealRun, address: str | None, display: Callable[[], Any], guard,
+                 on_resume: Callable[[list], None], say: Callable[[str], None] | None = None):  # fmt: skip
     """The session, ready to train: data loaded, checkpoints checked, Ray started (SIGTERM handled after it);
     None if there is nothing left to do. ``display()``: the session's progress display, made once the backend has
-    started; ``on_resume(runs)``: a resumed run's runs, before the backend starts."""
+    started; ``on_resume(runs)``: a resumed run's runs, before the backend starts; ``say``: progress lines while
+    the data is decoded."""
     from gcbench.real.session import Session, build_runs
     from gcbench.training.data import load_data
 
-    data = load_data(run.scenario)
+    data = load_data(run.scenario, say)
     runs = build_runs(run.scenario, run.backend, data, run.out)  # checks the checkpoints before anything starts
     if run.resumed and finished_before_status(run.meta, runs, run.out):
         return None

@@ -12,6 +12,7 @@ import hashlib
 import io
 import pickle
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,10 +27,10 @@ if TYPE_CHECKING:
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 DEFAULT_CACHE = Path.home() / ".cache" / "gcbench"
 HOW_TO_PROVIDE = (
-    "CIFAR-10 is not available offline: pass --data-dir pointing to torchvision's cifar-10-batches-py folder, "
-    "an image folder with train/<class>/*.jpg and test/<class>/*.jpg, or a .tar.gz of that folder "
-    "(or run once with internet access to let torchvision download it)."
+    "Pass --data-dir pointing to torchvision's cifar-10-batches-py folder, an image folder with "
+    "train/<class>/*.jpg and test/<class>/*.jpg, or a .tar.gz of that folder."
 )
+DECODE_EVERY = 10_000  # images between two progress lines while a copy is decoded
 
 
 @dataclass(frozen=True)
@@ -46,13 +47,35 @@ class Dataset:
         return int(self.train_labels.max()) + 1
 
 
-def load_data(scenario: Scenario) -> Dataset:
-    """The dataset the scenario's training section names: synthetic, or CIFAR-10 from its data_dir (or a download)."""
+def load_data(scenario: Scenario, say: Callable[[str], None] | None = None) -> Dataset:
+    """The dataset the scenario's training section names: synthetic, or CIFAR-10 from its data_dir (or a copy
+    downloaded before into its cache_dir). ``say``: progress lines while a copy is decoded (its first use)."""
     training = scenario.training
     if training.dataset == "synthetic":
         return synthetic()
-    cache = Path(training.cache_dir) if training.cache_dir else DEFAULT_CACHE
-    return cifar10(Path(training.data_dir) if training.data_dir else None, cache)
+    return cifar10(find_cifar10(training), cache_folder(training), say)
+
+
+def cache_folder(training) -> Path:
+    """Where decoded copies are cached (training.cache_dir, default ~/.cache/gcbench)."""
+    return Path(training.cache_dir).expanduser() if training.cache_dir else DEFAULT_CACHE
+
+
+def find_cifar10(training) -> Path:
+    """The CIFAR-10 copy a run reads: training.data_dir, else one torchvision downloaded into the cache folder
+    before; refused in one sentence where there is none. gcbench downloads nothing itself: a run that reached
+    for the network would work on one machine and hang or fail on the next."""
+    if training.data_dir is not None:
+        return check_data_dir(training.data_dir)
+    downloaded = cache_folder(training) / "cifar-10-batches-py"
+    if downloaded.is_dir():
+        return downloaded
+    raise GcbenchError(
+        f"no CIFAR-10 copy: training.data_dir (or --data-dir) is not set and {downloaded} does not exist, and "
+        f"gcbench downloads nothing. {HOW_TO_PROVIDE} With internet access, fetch it there once with: python -c "
+        f"\"from torchvision.datasets import CIFAR10; CIFAR10('{cache_folder(training)}', download=True)\"; or "
+        "run without data: --dataset synthetic."
+    )
 
 
 def synthetic(train: int = 4096, test: int = 1024, seed: int = 0) -> Dataset:
@@ -82,16 +105,16 @@ def check_data_dir(data_dir: str | Path) -> Path:
     return data_dir
 
 
-def cifar10(data_dir: Path | None, cache_dir: Path = DEFAULT_CACHE) -> Dataset:
-    """CIFAR-10 from a local copy (cached after the first decode), or torchvision's download."""
-    if data_dir is None:
-        return _torchvision_download(cache_dir)
+def cifar10(data_dir: Path, cache_dir: Path = DEFAULT_CACHE, say: Callable[[str], None] | None = None) -> Dataset:
+    """CIFAR-10 from a local copy, decoded once and cached in ``cache_dir`` (later runs load it in a second)."""
     data_dir = check_data_dir(data_dir)
     cache = cache_dir / f"cifar10-{_fingerprint(data_dir)}.npz"
     if cache.is_file():
         with np.load(cache) as stored:
             return Dataset(*(stored[k] for k in ("train_images", "train_labels", "test_images", "test_labels")))
-    dataset = _decode(data_dir)
+    if say is not None:
+        say(f"decoding CIFAR-10 from {data_dir} (its first use; cached in {cache_dir} for later runs)")
+    dataset = _decode(data_dir, say)
     cache_dir.mkdir(parents=True, exist_ok=True)
     np.savez(cache, **dataset.__dict__)
     return dataset
@@ -102,14 +125,14 @@ def _fingerprint(path: Path) -> str:
     return hashlib.sha256(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
 
 
-def _decode(path: Path) -> Dataset:
+def _decode(path: Path, say: Callable[[str], None] | None = None) -> Dataset:
     if path.is_file() and path.name.endswith((".tar.gz", ".tgz")):
-        return _from_tarball(path)
+        return _from_tarball(path, say)
     batches = path if path.name == "cifar-10-batches-py" else path / "cifar-10-batches-py"
     if (batches / "data_batch_1").is_file():
         return _from_python_batches(batches)
     if (path / "train").is_dir() and (path / "test").is_dir():
-        return _from_image_folder(path)
+        return _from_image_folder(path, say)
     raise GcbenchError(f"--data-dir {path}: no CIFAR-10 layout found there. {HOW_TO_PROVIDE}")
 
 
@@ -186,28 +209,35 @@ def _image_array(data: bytes) -> np.ndarray:
         return np.asarray(image.convert("RGB"), dtype=np.uint8).transpose(2, 0, 1)
 
 
-def _collect(entries) -> Dataset:
-    """entries: (split, class name, bytes) triples, in any order; sorted for a stable dataset."""
+def _collect(entries, say: Callable[[str], None] | None = None) -> Dataset:
+    """entries: (split, class name, bytes) triples, in any order; sorted for a stable dataset. ``say``: a line
+    every DECODE_EVERY images decoded."""
     splits: dict[str, list] = {"train": [], "test": []}
     for split, name, key, data in entries:
         if split in splits and name in CLASSES:
             splits[split].append((CLASSES.index(name), key, data))
-    arrays = []
+    total, done, arrays = sum(len(items) for items in splits.values()), 0, []
     for split in ("train", "test"):
         items = sorted(splits[split], key=lambda item: (item[0], item[1]))
         if not items:
             raise GcbenchError(f"the CIFAR-10 copy has no {split} images. {HOW_TO_PROVIDE}")
-        arrays += [np.stack([_image_array(d) for _, _, d in items]), np.array([c for c, _, _ in items], dtype=np.int64)]
+        images = []
+        for _, _, data in items:
+            images.append(_image_array(data))
+            done += 1
+            if say is not None and (done % DECODE_EVERY == 0 or done == total):
+                say(f"  decoded {done} of {total} images")
+        arrays += [np.stack(images), np.array([c for c, _, _ in items], dtype=np.int64)]
     return Dataset(*arrays)
 
 
-def _from_image_folder(root: Path) -> Dataset:
+def _from_image_folder(root: Path, say: Callable[[str], None] | None = None) -> Dataset:
     return _collect(
-        (p.parent.parent.name, p.parent.name, p.name, p.read_bytes()) for p in sorted(root.glob("*/*/*")) if p.is_file()
-    )
+        ((p.parent.parent.name, p.parent.name, p.name, p.read_bytes()) for p in sorted(root.glob("*/*/*"))
+         if p.is_file()), say)  # fmt: skip
 
 
-def _from_tarball(path: Path) -> Dataset:
+def _from_tarball(path: Path, say: Callable[[str], None] | None = None) -> Dataset:
     def entries():
         with tarfile.open(path, "r:gz") as archive:
             for member in archive:
@@ -215,14 +245,4 @@ def _from_tarball(path: Path) -> Dataset:
                 if member.isfile() and len(parts) >= 3:
                     yield parts[-3], parts[-2], parts[-1], archive.extractfile(member).read()
 
-    return _collect(entries())
-
-
-def _torchvision_download(cache_dir: Path) -> Dataset:
-    try:
-        from torchvision.datasets import CIFAR10
-
-        CIFAR10(str(cache_dir), train=True, download=True)
-    except Exception:  # offline, blocked, or torchvision missing
-        raise GcbenchError(HOW_TO_PROVIDE) from None
-    return cifar10(cache_dir / "cifar-10-batches-py", cache_dir)
+    return _collect(entries(), say)

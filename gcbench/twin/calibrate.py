@@ -82,23 +82,25 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None, cores:
     notes.append(note)
     from gcbench.twin.evaluate import SIMULATED_ITERATIONS
 
-    notes.append(f"the written scenario keeps the run's {base.iterations} iterations; the fitted and predicted "
-                 "tables simulate each run's own seeds and iterations (its very stragglers), and the long run "
-                 f"{SIMULATED_ITERATIONS} iterations per variant")  # fmt: skip
+    notes.append(f"The written scenario keeps the run's {base.iterations} iterations. The fitted and predicted "
+                 "tables simulate each run's own seeds and iterations (its very stragglers); the long run simulates "
+                 f"{SIMULATED_ITERATIONS} iterations per variant.")  # fmt: skip
     short = [run for run in runs if run.iterations.groupby(["variant", "seed"]).size().max() < FEW_ITERATIONS]
     for run in short:
-        notes.append(f"{run.path}: fewer than {FEW_ITERATIONS} iterations per variant and seed: the fits' tails, and "
-                     "every p99 measured, rest on a handful of samples; a run of 100 or more fits them")  # fmt: skip
+        notes.append(f"{run.path} has fewer than {FEW_ITERATIONS} iterations per variant and seed, so the fits' "
+                     "tails and every measured p99 rest on a handful of samples; a run of 100 or more fits "
+                     "them.")  # fmt: skip
     if cores is not None:
-        notes.append(f"the {base.workers} workers shared {cores} cores: each job's work is the core-seconds it "
-                     "computed, and the scenario shares them again (compute.cores)")  # fmt: skip
+        notes.append(f"The {base.workers} workers shared {cores} cores: each job's work is the core-seconds it "
+                     "computed, and the scenario shares them again (compute.cores).")  # fmt: skip
     for run in runs:
         if run.unmodelled:
             notes.append(
-                f"{run.path}: skipped {', '.join(run.unmodelled)} (no master ran it: the simulator models none)"
+                f"{run.path}: skipped {', '.join(run.unmodelled)} (no master ran it: the simulator models none)."
             )
     if parts.unexplained:
-        notes.append("not explained: " + "; ".join(f"{count} {reason}" for reason, count in parts.unexplained.items()))
+        unexplained = "; ".join(f"{count} {reason}" for reason, count in parts.unexplained.items())
+        notes.append(f"Not explained by the parts: {unexplained}.")
     return Calibration(scenario, fits, fixed, speeds, p_value, parts.upload, parts, sources, notes, per_partition)
 
 
@@ -137,12 +139,12 @@ def matched_to_means(scenario: Scenario, runs: list[MeasuredRun], variants: list
         matched = compute_scaled(scenario, factor)
         simulated = totals(matched)[1]
     after = simulated / measured - 1.0
-    parts = "compute.per_partition and compute.fixed are" if scenario.compute.fixed else "compute.per_partition is"
+    parts = "compute.per_partition and compute.fixed" if scenario.compute.fixed else "compute.per_partition"
     return matched, (
-        f"{parts} the fit times {factor:.4f} (the fitted parts' table shows the fit before it): the calibrating "
-        f"variants' iterations, all together and simulated with the runs' own seeds and stragglers, then differ "
-        f"from their measured total time by {after:+.1%}, by {before:+.1%} with the fit alone (each variant's own "
-        "error is in the fitted table)"
+        f"The written {parts} are the fit scaled by {factor:.4f}: fitted job by job, the parts leave a residual in "
+        f"how they combine in an iteration, so the scale makes the calibrating variants' simulated total time "
+        f"(their runs' own seeds and stragglers) match the measured total; it differs by {after:+.1%} after the "
+        f"scaling and by {before:+.1%} before it (the fitted parts' table shows the fit before scaling)."
     )
 
 
@@ -199,7 +201,8 @@ def _fixed(work: np.ndarray, loads: np.ndarray, censored: np.ndarray) -> tuple[f
     if len(levels) < 2:
         return (
             0.0,
-            f"every job had load {levels[0]:g}: the compute's fixed part cannot be told from its per-partition part",
+            f"Every job had load {levels[0]:g}, so the compute's fixed part cannot be told from its per-partition "
+            "part.",
         )
     medians = np.array([measured_quantiles(work[loads == L], censored[loads == L], np.array([0.5]))[0] for L in levels])
     weights = np.array([np.count_nonzero(loads == L) for L in levels], dtype=float)
@@ -207,8 +210,9 @@ def _fixed(work: np.ndarray, loads: np.ndarray, censored: np.ndarray) -> tuple[f
     slope, intercept = np.polyfit(levels[known], medians[known], 1, w=np.sqrt(weights[known]))
     line = ", ".join(f"load {L:g}: {m:.4g} s" for L, m in zip(levels, medians, strict=True))
     if intercept <= 0 or slope <= 0:
-        return 0.0, f"median work per job ({line}) grows in proportion to the load: no fixed part"
-    return float(intercept), f"median work per job ({line}): fixed {intercept:.4g} s + {slope:.4g} s per partition"
+        return 0.0, f"The median work per job ({line}) grows in proportion to the load, so compute has no fixed part."
+    return float(intercept), (f"The median work per job ({line}) is a fixed {intercept:.4g} s plus {slope:.4g} s per "
+                              "partition.")  # fmt: skip
 
 
 def _shared(work: np.ndarray, loads: np.ndarray, censored: np.ndarray,
@@ -231,20 +235,22 @@ def _shared(work: np.ndarray, loads: np.ndarray, censored: np.ndarray,
         return (
             None,
             np.ones(len(work)),
-            "too few iterations with two complete jobs to look for shared slowness",
+            "Too few iterations had two complete jobs to look for slowness the workers share.",
         )
     within = np.sum((logs - means[index]) ** 2) / max(len(logs) - len(ids), 1)
     grand = 0.0  # (centred per load)
     between = np.average((means[several] - grand) ** 2, weights=counts[several]) - within / np.mean(counts[several])
     sigma = float(np.sqrt(max(between, 0.0)))
     if sigma < SHARED_MIN:
-        return None, np.ones(len(work)), f"no slowness shared within iterations (sd {sigma:.3f} of log time)"
+        return None, np.ones(len(work)), (f"The workers of an iteration share no slowness (no slowness shared within "
+                                          f"iterations: sd {sigma:.3f} of log time).")  # fmt: skip
     shrink = sigma**2 / (sigma**2 + within / counts)
     per_group = dict(zip(ids, np.exp(shrink * (means - grand)), strict=True))
     factor = np.array([per_group.get(g, 1.0) for g in groups])
     shared = {"distribution": "lognormal", "mu": -(sigma**2) / 2, "sigma": sigma}
-    note = (f"slowness shared within iterations: sd {sigma:.3f} of log time (each job's own: {np.sqrt(within):.3f}), "
-            "a lognormal factor of mean 1 per iteration")  # fmt: skip
+    note = (f"The workers of an iteration share some slowness (sd {sigma:.3f} of log time, each job's own "
+            f"{np.sqrt(within):.3f}): compute.shared models it as a lognormal factor of mean 1 per "
+            "iteration.")  # fmt: skip
     return shared, factor, note
 
 

@@ -37,8 +37,13 @@ PAIRED_NOTE = (
 )
 
 
-def write_report(calibration: Calibration, legs: dict[str, pd.DataFrame], out: Path) -> list[Path]:
-    """report.md and a figure per part in ``out``; the paths written."""
+def write_report(calibration: Calibration, legs: dict[str, pd.DataFrame], out: Path,
+                 verdict_runs: dict | None = None) -> list[Path]:  # fmt: skip
+    """report.md and a figure per part in ``out``; the paths written. ``verdict_runs``: the leg titles to judge per
+    variant (gcbench/twin/verdict.py), each with its measured run."""
+    from gcbench.twin.verdict import injected_models, verdicts
+
+    verdict_runs = verdict_runs or {}
     from gcbench.plot.style import apply
 
     apply()
@@ -72,6 +77,10 @@ def write_report(calibration: Calibration, legs: dict[str, pd.DataFrame], out: P
         lines += [f"## {title}", "", _markdown(table), ""]
         if table["long_run_mean"].notna().any():
             lines += [PAIRED_NOTE, ""]
+        if title in verdict_runs:
+            run = verdict_runs[title]
+            lines += ["Verdicts:", ""]
+            lines += [f"- {v.sentence()}" for v in verdicts(table, bool(injected_models(run.scenario)))] + [""]
         tau, kept = ranking(table)
         if len(table) > 1:
             lines += [f"Kendall's tau {tau:.2f}; ranking {'kept' if kept else 'not kept'} where the measured "
