@@ -129,7 +129,7 @@ def patch_ray(monkeypatch: pytest.MonkeyPatch) -> type[FakeCluster]:
     monkeypatch.setattr(variant, "cluster_for", FakeCluster)
     monkeypatch.setattr(variant, "master_threads", lambda workers, backend="ray": 1)
     monkeypatch.setattr(ray_start, "start_ray", lambda address: None)
-    monkeypatch.setattr(data, "load_data", lambda scenario: DATA)
+    monkeypatch.setattr(data, "load_data", lambda scenario, say=None: DATA)
     return FakeCluster
 
 

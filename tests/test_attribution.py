@@ -23,6 +23,7 @@ ITERATIONS = 200
 def trace_run(tmp_path: Path, slow: dict[int, tuple[float, range]], variants: str, workers: int = 6,
               extra: str = "") -> Path:  # fmt: skip
     """A simulation replaying a trace: every worker 0.1 s per partition, ``slow[w] = (factor, iterations)``."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     times = np.full((ITERATIONS, workers), 0.1)
     for worker, (factor, when) in slow.items():
         times[list(when), worker] *= factor
@@ -140,6 +141,50 @@ def test_gcbench_plot_writes_the_table_the_figure_and_the_report_section(tmp_pat
     assert (out / "run-sim-attribution.png").is_file()
     report = (out / "run-report.md").read_text()
     assert "Who slowed the run" in report and "| uncoded | 3 | chronic |" in report
+
+
+def iid_run(tmp_path: Path, variants: str) -> Path:
+    """Every worker alike: each straggles independently with probability 0.2, 3 times slower."""
+    extra = "straggling: {model: independent, probability: 0.2, slowdown: 3}\n"
+    return trace_run(tmp_path, {}, variants, extra=extra)
+
+
+def test_a_chronic_straggler_stands_out_and_iid_stragglers_do_not(tmp_path):
+    chronic = attribute(trace_run(tmp_path / "c", {3: (3.0, range(ITERATIONS))}, UNCODED))
+    assert chronic.set_index("worker")["stands_out"].to_dict() == {w: w == 3 for w in range(6)}
+    top = chronic.set_index("worker").loc[3]
+    assert top["share_low"] <= top["share"] <= top["share_high"] and top["share_low"] > chronic["share"].mean()
+    iid = attribute(iid_run(tmp_path / "i", UNCODED))
+    assert not iid["stands_out"].any()  # one worker's share is the largest, but no more than i.i.d. draws give
+    assert (iid["share_low"] <= iid["share"]).all() and (iid["share"] <= iid["share_high"]).all()
+    assert (iid["share_low"] <= iid["share"].mean()).all()
+
+
+def test_noise_gets_the_share_chart_with_intervals_and_alike_variants_share_a_panel(tmp_path):
+    from matplotlib.collections import LineCollection
+
+    from gcbench.plot.attribution import attribution_figure, signal_sentence
+    from gcbench.plot.runs import load_run
+
+    variants = UNCODED_AND_CR + "  - {label: MDS s=1, scheme: cyclic_mds, s: 1}\n"
+    path = iid_run(tmp_path, variants)
+    run, table = load_run(path), attribute(path)
+    fig = attribution_figure(run.iterations, run.workers, table)
+    titles = [ax.get_title(loc="left") for ax in fig.axes if ax.get_title(loc="left")]
+    assert [title.split(" (")[0] for title in titles] == ["uncoded", "CR s=1 = MDS s=1"]  # the same iterations
+    assert fig.get_suptitle().startswith("No worker's share of the slowdown stands out beyond what independent")
+    assert all(any(isinstance(c, LineCollection) for c in ax.collections) for ax in fig.axes[:2])  # the intervals
+    assert signal_sentence(table, 0).startswith("no worker's share of the slowdown stands out")
+    result = runner.invoke(app, ["plot", str(path), "-o", str(tmp_path / "figures")])
+    assert "attribution, run: no worker's share of the slowdown stands out" in result.output
+    chronic = trace_run(tmp_path / "c", {3: (3.0, range(ITERATIONS))}, UNCODED_AND_CR)
+    signal = attribute(chronic)
+    assert signal_sentence(signal, 0) == ("shares of the slowdown beyond what i.i.d. workers give (95% intervals above "
+                                          "the mean share): uncoded: worker 3")  # fmt: skip
+    mapped = attribution_figure(load_run(chronic).iterations, load_run(chronic).workers, signal)
+    assert "accounts for 100% of the time lost to slowness (the run took 3.00x as long as with no worker slower " in (
+        mapped.axes[0].get_title(loc="left")
+    )
 
 
 def test_bad_input_is_one_sentence(tmp_path):

@@ -107,7 +107,7 @@ def test_progress_lines_are_printed_when_stdout_is_not_a_terminal(tmp_path, fake
     for done_so_far in (2, 4, 6):
         assert f"uncoded, seed 0: {done_so_far}/6 iterations, loss " in done.output
         assert f"FR s=1, seed 0: {done_so_far}/6 iterations, loss " in done.output
-    assert "ETA" in done.output and "accuracy" in done.output
+    assert "left (estimated)" in done.output and " elapsed" in done.output and "accuracy" in done.output
     assert "95% CI n/a: one seed and fewer than 50 iterations" in done.output
 
 
@@ -129,7 +129,8 @@ def test_progress_bars_on_a_terminal_show_iterations_eta_and_loss():
     progress.close()
     shown = file.getvalue()
     assert "CR s=1, seed 0" in shown and "3/10" in shown
-    assert "loss 0.5" in shown and "accuracy 25.0%" in shown and "ETA 0m00s" in shown
+    assert "loss 0.5" in shown and "accuracy 25.0%" in shown and "this run ~0m00s left" in shown
+    assert "all runs ~0m00s left (estimated), 0m00s elapsed" in shown  # (an estimate, and the time since it began)
 
 
 # -- run.json, partial results, Ctrl-C and SIGTERM --------------------------------------------------------------
@@ -166,7 +167,7 @@ def test_ctrl_c_before_any_checkpoint_says_a_resume_starts_from_zero(tmp_path, f
 def test_ctrl_c_before_training_began_says_nothing_was_written(tmp_path, fake_ray, monkeypatch):
     import gcbench.training.data as data
 
-    def interrupted(scenario):
+    def interrupted(scenario, say=None):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(data, "load_data", interrupted)

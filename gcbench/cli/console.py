@@ -274,9 +274,10 @@ def time_to_target_cell(row) -> str:
     return f"{row.time_to_target:.4g} s{seeds}"
 
 
-# -- a real run's progress: the variants take turns, so a run's ETA comes from its own seconds per iteration
-# (measured while it ran, not while it waited for its turn) times the iterations it has left; the whole run's ETA
-# adds those up. A bar per (variant, seed) on a terminal, a plain line now and then otherwise.
+# -- a real run's progress: the variants take turns, so the time a run has left is estimated from its own seconds
+# per iteration (measured while it ran, not while it waited for its turn) times the iterations it has left; all
+# runs' estimate adds those up, beside the time elapsed since the runs began. A bar per (variant, seed) on a
+# terminal, a plain line now and then otherwise.
 
 LINE_SECONDS = 30.0  # off a terminal: a line after each block, and at least this often
 
@@ -314,7 +315,7 @@ class RunProgress:
         self.names: dict[int, str] = {}
         self.bar: Progress | None = None
         self.tasks: dict[int, int] = {}
-        self.last_line = time.monotonic()
+        self.last_line = self.started = time.monotonic()
 
     def begin(self, runs: list) -> None:
         for run in runs:
@@ -363,9 +364,10 @@ class RunProgress:
         parts = [f"loss {pace.loss:.3g}" if not math.isnan(pace.loss) else "loss -"]
         if not math.isnan(pace.accuracy):
             parts.append(f"accuracy {pace.accuracy:.1%}")
-        parts.append(f"ETA {duration(pace.seconds_left(fallback))}")
+        parts.append(f"this run ~{duration(pace.seconds_left(fallback))} left")
         left = [p.seconds_left(fallback) for p in self.paces.values()]
-        parts.append(f"whole run {duration(None if None in left else sum(left))}")
+        elapsed = duration(time.monotonic() - self.started)
+        parts.append(f"all runs ~{duration(None if None in left else sum(left))} left (estimated), {elapsed} elapsed")
         return ", ".join(parts)
 
     def line(self, key: int) -> None:

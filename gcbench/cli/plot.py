@@ -35,6 +35,7 @@ def plot_command(runs: list[Path], out: Path | None, report: bool, vector: str, 
         raise GcbenchError(f"--vector must be pdf or svg, got '{vector}'.")
     if target is not None and not 0 < target <= 1:
         raise GcbenchError(f"--target-accuracy must be in (0, 1], got {target}.")
+    from gcbench.plot.attribution import signal_sentence
     from gcbench.plot.make import draw_runs, runs_to_plot
     from gcbench.plot.report import write_report
     from gcbench.twin.attribution import attribute_runs
@@ -43,6 +44,10 @@ def plot_command(runs: list[Path], out: Path | None, report: bool, vector: str, 
     attributions, tables, more = attribute_runs(loaded, out)
     for note in notes + more:
         typer.echo(f"note: {note}")
+    for run in loaded:
+        if run.path in attributions:
+            point = int(run.iterations["point"].max())
+            typer.echo(f"attribution, {run.label}: {signal_sentence(attributions[run.path], point)}")
     written = draw_runs(loaded, out, ("png", vector), target, attributions)
     for item in written:
         typer.echo(f"wrote {', '.join(str(f) for f in item.files)}")

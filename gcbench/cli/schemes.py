@@ -150,11 +150,21 @@ def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Con
         f"{report.worst:.3g} (stragglers {list(report.worst_stragglers)})"
     )
     amplification = scheme.error_amplification()
+    sets = _sets(amplification, scheme.tolerance)
+    if not scheme.exact:
+        console.print(
+            f"decoding error (the residual ||W R - T||_F the results record; 1.0 is one partition's gradient left "
+            f"out of the sum of {scheme.k}) over {sets}: worst {amplification.residual_worst:.3g} (stragglers "
+            f"{list(amplification.residual_stragglers)}), mean {amplification.residual_mean:.3g}",
+            highlight=False,
+        )
     console.print(
-        f"error amplification (decoding weights' Frobenius norm, the factor on compressed messages' errors) over "
-        f"{_sets(amplification, scheme.tolerance)}: worst {amplification.worst:.3g} "
-        f"(stragglers {list(amplification.worst_stragglers)}), mean {amplification.mean:.3g}; uncoded's is "
-        f"{amplification.uncoded:.3g}"
+        f"error amplification (the decoding weights' Frobenius norm: how much the decode enlarges errors carried by "
+        f"the messages, such as compression's; not the decode's own error) over {sets}: worst "
+        f"{amplification.worst:.3g} (stragglers {list(amplification.worst_stragglers)}), mean "
+        f"{amplification.mean:.3g}. For scale: uncoded training, all {scheme.n} messages with weight 1, has "
+        f"{amplification.uncoded:.3g}",
+        highlight=False,
     )
     if scheme.k > MAX_TABLE_PARTITIONS:
         console.print(f"(the coefficient table of its {scheme.k} partitions is too wide to print; "

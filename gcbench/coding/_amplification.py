@@ -29,18 +29,24 @@ class AmplificationReport:
     sets_checked: int
     exhaustive: bool
     worst_stragglers: tuple[int, ...]
+    # the decode's own error over the same sets: its residual ||W R - T||_F (0 for an exact scheme; 1.0 is one
+    # partition's gradient left out of the sum), the worst with its stragglers, and the mean
+    residual_worst: float = 0.0
+    residual_mean: float = 0.0
+    residual_stragglers: tuple[int, ...] = ()
 
 
 def amplification_report(scheme: Any, limit: int = 2000) -> AmplificationReport:
     """The decoding weights' Frobenius norm over the straggler sets of size s (least squares where the scheme is
     approximate: its weights are what the master applies). ``scheme``: a Scheme (gcbench/coding/_base.py)."""
     sets, exhaustive = straggler_sets(scheme.n, scheme.tolerance, limit)
-    norms = []
+    norms, residuals = [], []
     for stragglers in sets:
         ids = [mid for w in range(scheme.n) if w not in stragglers for mid in scheme.messages(w)]
         decoding = scheme.decoding(ids) if scheme.exact else scheme.approximate_decoding(ids)
         norms.append(float(np.linalg.norm(decoding.weights)))
-    worst = int(np.argmax(norms))
+        residuals.append(0.0 if scheme.exact else float(decoding.residual))
+    worst, worst_residual = int(np.argmax(norms)), int(np.argmax(residuals))
     return AmplificationReport(
         worst=norms[worst],
         mean=float(np.mean(norms)),
@@ -48,4 +54,7 @@ def amplification_report(scheme: Any, limit: int = 2000) -> AmplificationReport:
         sets_checked=len(sets),
         exhaustive=exhaustive,
         worst_stragglers=tuple(sets[worst]),
+        residual_worst=residuals[worst_residual],
+        residual_mean=float(np.mean(residuals)),
+        residual_stragglers=tuple(sets[worst_residual]),
     )

@@ -1,5 +1,8 @@
-"""Who slowed the run: per variant, workers by iterations shaded by slowness, marked where a worker's result ended
-the iteration; each panel's title names the worker whose slowness cost the most (docs/attribution.md)."""
+"""Who slowed the run (docs/attribution.md). Where some worker's share of the slowdown stands out: per variant,
+workers by iterations shaded by slowness, marked where a worker's result ended the iteration, each panel titled
+with the worker whose slowness cost the most. Where none does (slowness spread as i.i.d. draws spread it): each
+worker's share with its interval, since a map of noise reads as signal. Variants whose every iteration took the
+same time share a panel."""
 
 from __future__ import annotations
 
@@ -20,15 +23,91 @@ SLOWEST = 4.0  # the shade saturates at 4 times the iteration's median worker
 DOWN = "#009E73"  # failed or down: a green apart from the shade's scale and the markers' blue
 
 
+def attribution_figure(iterations: pd.DataFrame, workers: pd.DataFrame | None,
+                       attribution: pd.DataFrame | None) -> Figure | None:  # fmt: skip
+    """Who slowed the run, at the last sweep point: where some worker's share stands out beyond what i.i.d.
+    workers give, the map of every worker's slowness (``attribution_map``); where none does, the shares with their
+    intervals (``share_chart``), since a map of noise would read as signal."""
+    if workers is None or workers.empty:
+        return None
+    point = int(iterations["point"].max())
+    if attribution is not None and signal_free(attribution, point):
+        return share_chart(iterations, attribution, point)
+    return attribution_map(iterations, workers, attribution)
+
+
+def signal_sentence(table: pd.DataFrame, point: int) -> str:
+    """At one sweep point: which workers' shares stand out beyond what i.i.d. workers give, or that none does."""
+    rows = table[table["point"] == point]
+    if rows.empty or rows["share_low"].isna().all():
+        return "no what-if replay (asynchronous updates), so no share of the slowdown to judge"
+    out = rows[rows["stands_out"].astype(bool)]
+    if out.empty:
+        return ("no worker's share of the slowdown stands out beyond what independent, identically distributed "
+                "workers give (each share's 95% interval reaches the mean share): the slowness is spread across "
+                "the workers")  # fmt: skip
+    named = "; ".join(f"{variant}: {', '.join(f'worker {w}' for w in group['worker'])}"
+                      for variant, group in out.groupby("variant", sort=False))  # fmt: skip
+    return f"shares of the slowdown beyond what i.i.d. workers give (95% intervals above the mean share): {named}"
+
+
+def signal_free(attribution: pd.DataFrame, point: int) -> bool:
+    """No worker of any variant at ``point`` stands out (and the shares have intervals to judge by)."""
+    rows = attribution[attribution["point"] == point]
+    return bool(len(rows)) and rows["share_low"].notna().any() and not rows["stands_out"].astype(bool).any()
+
+
+def alike_variants(iterations: pd.DataFrame, point: int) -> list[list[str]]:
+    """The variants at ``point`` grouped where every iteration took the same time (CR and cyclic-MDS decode from
+    the same workers): one panel each group."""
+    at = iterations[iterations["point"] == point].sort_values(["variant", "seed", "iteration"], kind="stable")
+    groups: dict[bytes, list[str]] = {}
+    for variant in dict.fromkeys(iterations.loc[iterations["point"] == point, "variant"]):
+        key = at.loc[at["variant"] == variant, "duration"].to_numpy().tobytes()
+        groups.setdefault(key, []).append(str(variant))
+    return list(groups.values())
+
+
+def share_chart(iterations: pd.DataFrame, attribution: pd.DataFrame, point: int) -> Figure:
+    """Per group of alike variants, each worker's share of the slowdown with its interval, beside the mean share
+    (what every worker would take if all were alike): the compact figure for a run whose slowness is noise."""
+    groups = alike_variants(iterations, point)[:MOST_PANELS]
+    columns = min(len(groups), 2)
+    rows_of = -(-len(groups) // columns)
+    fig = Figure(figsize=(FULL_WIDTH, 0.7 + 1.5 * rows_of), layout="constrained")
+    axes = fig.subplots(rows_of, columns, squeeze=False).ravel()
+    for ax, group in zip(axes, groups, strict=False):
+        rows = attribution[(attribution["variant"] == group[0]) & (attribution["point"] == point)].sort_values("worker")
+        share, low, high = (rows[c].to_numpy(float) for c in ("share", "share_low", "share_high"))
+        ax.errorbar(rows["worker"], share, yerr=[share - low, high - share], fmt="o", markersize=3, color="0.2",
+                    elinewidth=0.8, capsize=1.5)  # fmt: skip
+        ax.axhline(share.mean(), color="#D55E00", lw=0.8, ls="--")
+        ax.set_title(" = ".join(group) + f" (slowdown {rows['slowdown'].iloc[0]:.2f}x)", fontsize=7, loc="left")
+        ax.set_xlabel("worker", fontsize=7)
+        ax.set_ylabel("share of slowdown", fontsize=7)
+    for ax in axes[len(groups) :]:
+        ax.set_axis_off()
+    where = sweep_values(iterations[iterations["point"] == point])
+    fig.suptitle(
+        "No worker's share of the slowdown stands out beyond what independent, identically distributed workers "
+        f"give{f' ({where})' if where else ''}: bars are 95% intervals (Bonferroni over the workers), the dashed "
+        "line the mean share; slowdown: the replayed time over that with no worker slower than the iteration's "
+        "median",
+        fontsize=7, wrap=True,
+    )  # fmt: skip
+    return fig
+
+
 def attribution_map(iterations: pd.DataFrame, workers: pd.DataFrame | None,
                     attribution: pd.DataFrame | None) -> Figure | None:  # fmt: skip
-    """The first ``MOST_PANELS`` variants at the last sweep point and the first seed, their first ``SHOWN``
-    iterations."""
+    """The first ``MOST_PANELS`` groups of alike variants at the last sweep point and the first seed, their first
+    ``SHOWN`` iterations."""
     if workers is None or workers.empty:
         return None
     point, seed = iterations["point"].max(), iterations["seed"].min()
     at = iterations[(iterations["point"] == point) & (iterations["seed"] == seed)]
-    variants = list(dict.fromkeys(at["variant"]))[:MOST_PANELS]
+    groups = alike_variants(iterations, int(point))[:MOST_PANELS]
+    variants = [group[0] for group in groups]
     n = int(workers["worker"].max()) + 1
     mine = workers[(workers["point"] == point) & (workers["seed"] == seed) & (workers["iteration"] < SHOWN)]
     fig = Figure(figsize=(FULL_WIDTH, 0.9 + len(variants) * (0.35 + 0.09 * n)))
@@ -40,7 +119,8 @@ def attribution_map(iterations: pd.DataFrame, workers: pd.DataFrame | None,
             ax.set_axis_off()
             continue
         image = _panel(ax, rows, n)
-        ax.set_title(_title(variant, attribution, int(point)), fontsize=7, loc="left")
+        group = next(g for g in groups if g[0] == variant)
+        ax.set_title(_title(" = ".join(group), variant, attribution, int(point)), fontsize=7, loc="left")
     where = ", ".join(part for part in (sweep_values(at), f"seed {seed}") if part)
     shown = min(SHOWN, int(at["iteration"].max()) + 1)
     axes[-1].set_xlabel(f"iteration (the first {shown}, at {where})")
@@ -74,20 +154,23 @@ def _panel(ax, rows: pd.DataFrame, n: int):
     return image
 
 
-def _title(variant: str, attribution: pd.DataFrame | None, point: int) -> str:
+def _title(name: str, variant: str, attribution: pd.DataFrame | None, point: int) -> str:
+    """``name``: the panel's variants; ``variant``: the one whose attribution rows title it."""
     if attribution is None:
-        return variant
+        return name
     rows = attribution[(attribution["variant"] == variant) & (attribution["point"] == point)]
     if rows.empty:
-        return variant
+        return name
     top = rows.sort_values("rank").iloc[0]
     if not np.isfinite(top["share"]):
-        return f"{variant}: worker {top['worker']} straggled most ({top['straggled']:.0%}, {top['pattern']})"
+        return f"{name}: worker {top['worker']} straggled most ({top['straggled']:.0%}, {top['pattern']})"
     if top["share"] <= 0:
-        return f"{variant}: no worker's slowness cost time (slowdown {top['slowdown']:.2f}x)"
+        return f"{name}: no worker's slowness cost time (it ran {top['slowdown']:.2f}x as long as with none slow)"
+    noise = "" if top.get("stands_out", True) else "; no more than i.i.d. workers would"
     return (
-        f"{variant}: worker {top['worker']} ({top['pattern']}) accounts for {top['share']:.0%} of the slowdown "
-        f"({top['slowdown']:.2f}x in all); without it {top['speedup_without']:.2f}x faster"
+        f"{name}: worker {top['worker']} ({top['pattern']}) accounts for {top['share']:.0%} of the time lost to "
+        f"slowness{noise} (the run took {top['slowdown']:.2f}x as long as with no worker slower than the median; "
+        f"without this one's slowness, {top['speedup_without']:.2f}x faster)"
     )
 
 

@@ -48,7 +48,7 @@ def sim_vs_real(sim: pd.DataFrame, real: pd.DataFrame | dict[str, pd.DataFrame],
     said = f"solid: {simulated}, {runs[0].says()}" if len(runs) == 1 else "each run's line style in the legend"
     left.set_title(f"distributions ({said})", fontsize=7)
     handles = _means(right, {simulated: sim, **others}, runs, common, styles)
-    right.set_title("means with 95% CIs (the legend gives the simulation's error)", fontsize=7)
+    right.set_title("means, 95% CIs (legend: the simulation's error)", fontsize=7)
     kinds = [Line2D([], [], color="0.3", ls=ls, label=label) for ls, label in [("-", simulated)] + [
         (r.dash, r.name) for r in runs]]  # fmt: skip
     fig.legend(handles=[*handles, *kinds], loc="outside lower center", ncol=3 if len(runs) == 1 else 2,

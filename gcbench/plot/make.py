@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from gcbench.plot import figures, style
-from gcbench.plot.attribution import attribution_map
+from gcbench.plot.attribution import attribution_figure
 from gcbench.plot.compression import compression_curves, variant_compressors
 from gcbench.plot.runs import Run, check_distinct, latest_runs, load_run, require_columns
 from gcbench.plot.training import run_target
@@ -140,7 +140,7 @@ def draw_runs(runs: list[Run], out: Path, formats: tuple[str, ...], target: floa
                     caption = spec.caption_without_workers
                 written.append(save_figure(fig, out / f"{run.stem}-{spec.name}", formats, _caption(caption, run)))
         table = (attributions or {}).get(run.path)  # none: the run cannot be attributed (plot said why)
-        fig = None if table is None else attribution_map(run.iterations, run.workers, table)
+        fig = None if table is None else attribution_figure(run.iterations, run.workers, table)
         if fig is not None:
             written.append(save_figure(fig, out / f"{run.stem}-attribution", formats, _caption(ATTRIBUTION, run)))
     for sims, reals in comparisons(runs):

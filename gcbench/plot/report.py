@@ -130,5 +130,10 @@ def _attribution_section(run: Run, table: pd.DataFrame, markdown: list[str], bod
         f"Who slowed the run (the {TOP_WORKERS} costliest workers per variant at the last sweep point; shares of "
         "iterations, and of the time a what-if replay saves without each worker's slowness; docs/attribution.md):"
     )
-    markdown += [sentence, "", markdown_table(rows), ""]
-    body += [f"<p>{html.escape(sentence)}</p>", rows.to_html(index=False, border=0, na_rep="n/a")]
+    from gcbench.plot.attribution import signal_sentence
+
+    verdict = signal_sentence(table, int(run.iterations["point"].max()))
+    verdict = verdict[0].upper() + verdict[1:] + "."
+    markdown += [sentence, "", markdown_table(rows), "", verdict, ""]
+    body += [f"<p>{html.escape(sentence)}</p>", rows.to_html(index=False, border=0, na_rep="n/a"),
+             f"<p>{html.escape(verdict)}</p>"]  # fmt: skip

@@ -50,7 +50,14 @@ COLUMNS = {
     "median) that this worker's slowness accounts for",
     "slowdown": "the variant's replayed time over that with no worker slower than the median (every row alike)",
     "replay_gap": "the replayed time over the recorded one, minus 1: how closely the replay follows the run",
+    "share_low": "the share's interval, lower end: a block bootstrap over the iterations, at 95% / workers "
+    "(Bonferroni over the variant's workers)",
+    "share_high": "upper end",
+    "stands_out": "True where share_low is above the workers' mean share: more than independent, identically "
+    "distributed workers would account for (each would be expected to take the mean share)",
 }
+BLOCK = WINDOW  # iterations per bootstrap block: slowness that persists (Markov bursts) stays within blocks
+RESAMPLES = 400
 
 
 @dataclass(frozen=True)
@@ -176,10 +183,12 @@ def _seed(iterations: pd.DataFrame, rows: pd.DataFrame, messages: pd.DataFrame |
 
 def _what_if(seeds: list[Seed], stop, scheme, n: int) -> dict[str, np.ndarray | float] | None:
     """The replayed time of the run as recorded (``base``), with every worker at most the iteration's median
-    worker (``ideal``), and with each one worker so (``without``, one per worker): sums over seeds. None where no
-    iteration can be replayed."""
+    worker (``ideal``), and with each one worker so (``without``, one per worker): sums over seeds, and per
+    iteration (``per_iteration``: base, ideal and each worker's without, in columns, every seed's iterations in
+    turn) for the shares' intervals. None where no iteration can be replayed."""
     owner = scheme.message_owner
     base, ideal, without, recorded, replayable = 0.0, 0.0, np.zeros(n), 0.0, 0
+    per_iteration = []
     for seed in seeds:
         typical = np.median(seed.response, axis=1)[:, None]  # inf only where most workers never answered
         capped = np.minimum(seed.response, typical)
@@ -195,22 +204,46 @@ def _what_if(seeds: list[Seed], stop, scheme, n: int) -> dict[str, np.ndarray | 
         # an iteration the replay cannot finish (a result it lacks) keeps its recorded time in every replay
         redone = np.isfinite(replayed)
 
-        def total(stops: np.ndarray, redone=redone, seed=seed) -> float:
-            return float(np.where(redone, stops, seed.durations).sum())
+        def each(stops: np.ndarray, redone=redone, seed=seed) -> np.ndarray:
+            return np.where(redone, stops, seed.durations)
 
-        base += total(replayed)
-        ideal += total(stop(arrivals(capped, everyone)))
+        columns = [each(replayed), each(stop(arrivals(capped, everyone)))]
         for w in range(n):
             one = np.zeros(n, bool)
             one[w] = True
             times = seed.response.copy()
             times[:, w] = capped[:, w]
-            without[w] += total(stop(arrivals(times, one)))
+            columns.append(each(stop(arrivals(times, one))))
+        seed_columns = np.column_stack(columns)
+        per_iteration.append(seed_columns)
+        base += float(seed_columns[:, 0].sum())
+        ideal += float(seed_columns[:, 1].sum())
+        without += seed_columns[:, 2:].sum(axis=0)
         recorded += float(seed.durations.sum())
         replayable += int(redone.sum())
     if not replayable:  # no iteration's results finish it under the rule (no arrival recorded): no what-if
         return None
-    return {"base": base, "ideal": ideal, "without": without, "recorded": recorded}
+    return {"base": base, "ideal": ideal, "without": without, "recorded": recorded,
+            "per_iteration": np.vstack(per_iteration)}  # fmt: skip
+
+
+def share_intervals(per_iteration: np.ndarray, confidence: float = 0.95, block: int = BLOCK,
+                    resamples: int = RESAMPLES) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Each worker's share of the slowdown, (low, high) at ``confidence`` / n (Bonferroni over the n workers): a
+    block bootstrap over the iterations (``per_iteration``'s rows: base, ideal, then each worker's without),
+    blocks of ``block`` consecutive iterations, seeded, so a table is the same on every run."""
+    n = per_iteration.shape[1] - 2
+    blocks = np.add.reduceat(per_iteration, np.arange(0, len(per_iteration), block), axis=0)
+    gained = blocks[:, [0]] - blocks[:, 2:]  # per block and worker: what its slowness cost
+    lost = blocks[:, 0] - blocks[:, 1]  # per block: what every worker's slowness cost
+    draws = np.random.default_rng(0).integers(0, len(blocks), (resamples, len(blocks)))
+    counts = np.zeros((resamples, len(blocks)))
+    np.add.at(counts, (np.arange(resamples)[:, None], draws), 1.0)
+    totals = counts @ lost
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares = np.where(totals[:, None] > 0, (counts @ gained) / totals[:, None], 0.0)
+    alpha = (1 - confidence) / n
+    return np.quantile(shares, alpha / 2, axis=0), np.quantile(shares, 1 - alpha / 2, axis=0)
 
 
 def _rows(label: str, point: int, seeds: list[Seed], replay: dict | None, n: int) -> list[dict]:
@@ -237,6 +270,7 @@ def _rows(label: str, point: int, seeds: list[Seed], replay: dict | None, n: int
         }  # fmt: skip
         row.update(_cost(replay, w))
         rows.append(row)
+    _intervals(rows, replay)
     order = sorted(range(n), key=lambda w: (-np.nan_to_num(rows[w]["share"], nan=-1.0), -rows[w]["straggled"], w))
     for rank, w in enumerate(order, start=1):
         rows[w]["rank"] = rank
@@ -254,6 +288,18 @@ def _cost(replay: dict | None, w: int) -> dict[str, float]:
         "slowdown": base / ideal if ideal > 0 else np.nan,
         "replay_gap": base / replay["recorded"] - 1.0 if replay["recorded"] > 0 else np.nan,
     }
+
+
+def _intervals(rows: list[dict], replay: dict | None) -> None:
+    """Each row's share interval, and whether its worker stands out: its interval above the workers' mean share."""
+    if replay is None:
+        for row in rows:
+            row.update(share_low=np.nan, share_high=np.nan, stands_out=False)
+        return
+    low, high = share_intervals(replay["per_iteration"])
+    mean = float(np.mean([row["share"] for row in rows]))
+    for row, lo, hi in zip(rows, low, high, strict=True):
+        row.update(share_low=float(lo), share_high=float(hi), stands_out=bool(lo > mean + 1e-12))
 
 
 def _quantile(values: np.ndarray, q: float) -> np.ndarray:
