@@ -39,16 +39,20 @@ def attribution_figure(iterations: pd.DataFrame, workers: pd.DataFrame | None,
 def signal_sentence(table: pd.DataFrame, point: int) -> str:
     """At one sweep point: which workers' shares stand out beyond what i.i.d. workers give, or that none does."""
     rows = table[table["point"] == point]
-    if rows.empty or rows["share_low"].isna().all():
+    if rows.empty or rows["share"].isna().all():
         return "no what-if replay (asynchronous updates), so no share of the slowdown to judge"
+    if rows["share_low"].isna().all():
+        return (f"{int(rows['iterations'].max())} iterations per variant are too few to tell a worker's share of the "
+                "slowdown from noise (200 or more are)")  # fmt: skip
     out = rows[rows["stands_out"].astype(bool)]
     if out.empty:
         return ("no worker's share of the slowdown stands out beyond what independent, identically distributed "
-                "workers give (each share's 95% interval reaches the mean share): the slowness is spread across "
-                "the workers")  # fmt: skip
+                "workers give (no share's lower bound, at 95% over all the workers, is above the mean share): the "
+                "slowness is spread across the workers")  # fmt: skip
     named = "; ".join(f"{variant}: {', '.join(f'worker {w}' for w in group['worker'])}"
                       for variant, group in out.groupby("variant", sort=False))  # fmt: skip
-    return f"shares of the slowdown beyond what i.i.d. workers give (95% intervals above the mean share): {named}"
+    return (f"shares of the slowdown beyond what i.i.d. workers give (lower bounds, at 95% over all the workers, "
+            f"above the mean share): {named}")  # fmt: skip
 
 
 def signal_free(attribution: pd.DataFrame, point: int) -> bool:
@@ -90,9 +94,9 @@ def share_chart(iterations: pd.DataFrame, attribution: pd.DataFrame, point: int)
     where = sweep_values(iterations[iterations["point"] == point])
     fig.suptitle(
         "No worker's share of the slowdown stands out beyond what independent, identically distributed workers "
-        f"give{f' ({where})' if where else ''}: bars are 95% intervals (Bonferroni over the workers), the dashed "
-        "line the mean share; slowdown: the replayed time over that with no worker slower than the iteration's "
-        "median",
+        f"give{f' ({where})' if where else ''}: bars are each share's bounds (one-sided, 95% over all the workers), "
+        "the dashed line the mean share; slowdown: the replayed time over that with no worker slower than the "
+        "iteration's median",
         fontsize=7, wrap=True,
     )  # fmt: skip
     return fig

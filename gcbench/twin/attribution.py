@@ -50,14 +50,15 @@ COLUMNS = {
     "median) that this worker's slowness accounts for",
     "slowdown": "the variant's replayed time over that with no worker slower than the median (every row alike)",
     "replay_gap": "the replayed time over the recorded one, minus 1: how closely the replay follows the run",
-    "share_low": "the share's interval, lower end: a block bootstrap over the iterations, at 95% / workers "
-    "(Bonferroni over the variant's workers)",
-    "share_high": "upper end",
+    "share_low": "the share's lower bound: a block bootstrap over the iterations, one-sided at 5% / workers "
+    "(Bonferroni over the variant's workers); NaN below 200 iterations (every seed's), too few to judge",
+    "share_high": "its upper bound, alike",
     "stands_out": "True where share_low is above the workers' mean share: more than independent, identically "
     "distributed workers would account for (each would be expected to take the mean share)",
 }
-BLOCK = WINDOW  # iterations per bootstrap block: slowness that persists (Markov bursts) stays within blocks
+BLOCK = 10  # iterations per bootstrap block: slowness that persists (Markov bursts) mostly stays within one
 RESAMPLES = 400
+MIN_BLOCKS = 20  # a bootstrap over fewer blocks understates the shares' spread: no verdict below it
 
 
 @dataclass(frozen=True)
@@ -227,10 +228,11 @@ def _what_if(seeds: list[Seed], stop, scheme, n: int) -> dict[str, np.ndarray | 
             "per_iteration": np.vstack(per_iteration)}  # fmt: skip
 
 
-def share_intervals(per_iteration: np.ndarray, confidence: float = 0.95, block: int = BLOCK,
+def share_intervals(per_iteration: np.ndarray, level: float = 0.05, block: int = BLOCK,
                     resamples: int = RESAMPLES) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """Each worker's share of the slowdown, (low, high) at ``confidence`` / n (Bonferroni over the n workers): a
-    block bootstrap over the iterations (``per_iteration``'s rows: base, ideal, then each worker's without),
+    """Each worker's share of the slowdown, its lower and upper bounds, each one-sided at ``level`` / n
+    (Bonferroni over the n workers: the chance that any worker's share is flagged by luck stays under ``level``):
+    a block bootstrap over the iterations (``per_iteration``'s rows: base, ideal, then each worker's without),
     blocks of ``block`` consecutive iterations, seeded, so a table is the same on every run."""
     n = per_iteration.shape[1] - 2
     blocks = np.add.reduceat(per_iteration, np.arange(0, len(per_iteration), block), axis=0)
@@ -242,8 +244,8 @@ def share_intervals(per_iteration: np.ndarray, confidence: float = 0.95, block: 
     totals = counts @ lost
     with np.errstate(invalid="ignore", divide="ignore"):
         shares = np.where(totals[:, None] > 0, (counts @ gained) / totals[:, None], 0.0)
-    alpha = (1 - confidence) / n
-    return np.quantile(shares, alpha / 2, axis=0), np.quantile(shares, 1 - alpha / 2, axis=0)
+    alpha = level / n
+    return np.quantile(shares, alpha, axis=0), np.quantile(shares, 1 - alpha, axis=0)
 
 
 def _rows(label: str, point: int, seeds: list[Seed], replay: dict | None, n: int) -> list[dict]:
@@ -292,7 +294,7 @@ def _cost(replay: dict | None, w: int) -> dict[str, float]:
 
 def _intervals(rows: list[dict], replay: dict | None) -> None:
     """Each row's share interval, and whether its worker stands out: its interval above the workers' mean share."""
-    if replay is None:
+    if replay is None or len(replay["per_iteration"]) < MIN_BLOCKS * BLOCK:  # (no what-if, or too few iterations)
         for row in rows:
             row.update(share_low=np.nan, share_high=np.nan, stands_out=False)
         return
