@@ -61,7 +61,7 @@ def conclusions(summary: pd.DataFrame, sweep_columns: list[str]) -> list[str]:
     lines = fastest_lines(verdicts, baseline, sweep_columns)
     lines += inexact_lines(verdicts, baseline)
     if not all(v.intervals for v in verdicts):
-        lines.append("Without 95% intervals (one seed, few iterations), close means may be noise: run more seeds.")
+        lines.append("Without 95% intervals, close means may be noise.")
     return lines
 
 
