@@ -1,5 +1,5 @@
-"""Sequential gradient coding, reproduced: gcbench's round replay (gcbench/sim/rounds.py) against the classes of the
-public repository mamaj/Sequential-Gradient-Coding-2 (Krishnan, Ebrahimi and Khisti, ICLR 2023), under that
+"""Sequential gradient coding, reproduced: gcbench's round replay (gcbench/testing/sgc_replay.py) against the classes
+of the public repository mamaj/Sequential-Gradient-Coding-2 (Krishnan, Ebrahimi and Khisti, ICLR 2023), under that
 repository's rules, on its ``sam-gc-cnn_profile_est_desktop_long`` profiles: 256 AWS Lambda workers, 30 rounds
 profiled, 20 jobs (so delays up to 10 rounds), the base-load profile plus the load model with base_comp.pkl's
 slope. For mu = 1 and 0.2: every admissible parameter of no coding, gradient coding, SR-SGC and M-SGC on both
@@ -63,7 +63,7 @@ def main() -> None:
         raise SystemExit(f"skipped: {absent[0]} is absent (give a clone of the repository with --repository).")
 
     from gcbench.models.delay_profiles import read_base_compute, read_profile
-    from gcbench.sim.rounds import DESIGNS, at_design_load, parameters
+    from gcbench.testing.sgc_replay import DESIGNS, at_design_load, parameters
 
     base = read_profile(profile).T  # (workers, rounds), as the repository's get_durations(...).T
     base_compute = read_base_compute(folder / "base_comp.pkl", args.region)
@@ -135,7 +135,7 @@ def decode_seconds(n: int, d: int) -> np.ndarray:
 
 def gcbench_rules(base: np.ndarray, base_compute: float, args) -> None:
     """The same search under gcbench's rules: Tandon's s for gradient coding, and every job's decode counted."""
-    from gcbench.sim.rounds import search
+    from gcbench.testing.sgc_replay import search
 
     n = base.shape[0]
     decode = decode_seconds(n, args.gradient)

@@ -5,7 +5,7 @@ gradients included, each at the parameters the authors' search picks on the same
 The cluster is the first ``--workers`` workers of the repository's ``sam-gc-cnn_profile_est_desktop_long``
 profile (AWS Lambda, 30 rounds, replayed in a loop) under its load model (the base-load profile plus the design's
 load times base_comp.pkl's slope), with the authors' round rule (``relative_deadline``, mu). For each design the
-search (gcbench/sim/rounds.py, every admissible parameter) picks the fastest over ``--jobs`` jobs; then one
+search (gcbench/testing/sgc_replay.py, every admissible parameter) picks the fastest over ``--jobs`` jobs; then one
 scenario trains them all in the simulator (softmax on synthetic data, as scenarios/trained_sweep.yaml) and
 `gcbench simulate` reports the simulated seconds to the target accuracy. Every design trains on the same
 mini-batches: the batch is the least common multiple of 8n and M-SGC's k = n((W - 1)(lambda + 1) + B) partitions.
@@ -36,7 +36,7 @@ PROFILE = "w256-n30-l0_000-b2048-cno_forloop-{region}.pkl"
 
 def best(design: str, delays, jobs: int, mu: float, base_compute: float, usable) -> tuple:
     """The fastest parameters of ``design`` on the (workers x rounds) base-load delays that ``usable`` accepts."""
-    from gcbench.sim.rounds import search
+    from gcbench.testing.sgc_replay import search
 
     found = sorted(search(design, delays, jobs, mu, 0.0, base_compute), key=lambda row: row[2])
     return next((params, runtime) for params, _, runtime, _ in found if usable(params))

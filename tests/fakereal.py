@@ -90,18 +90,18 @@ class FakeCluster(Cluster):
             return None
         at, _, result = heapq.heappop(self.queue)
         time.sleep(max(0.0, at - self.clock.now()))
-        result.abandoned = result.job.job in self.abandoned and result.job.worker == self.n - 1
+        result.abandoned = result.job.id in self.abandoned and result.job.worker == self.n - 1
         return result
 
     def abandon(self, jobs) -> None:
-        self.abandoned.update(job.job for job in jobs)
+        self.abandoned.update(job.id for job in jobs)
 
     def down(self, worker: int) -> bool:
         return False
 
     def running(self, job_ids):
         ids = set(job_ids)
-        return [result.job for _, _, result in self.queue if result.job.job in ids]
+        return [result.job for _, _, result in self.queue if result.job.id in ids]
 
     def pending(self) -> bool:
         return bool(self.queue)

@@ -418,7 +418,7 @@ def test_a_job_abandoned_before_it_began_never_reports():
     queued = cluster.submit(0, 1, 1, False)  # waits behind job 0 until t = 1
     cluster.abandon([queued])
     events = cluster.drain(float("inf"))
-    assert [(event.job.job, event.abandoned) for event in events] == [(0, False)]
+    assert [(event.job.id, event.abandoned) for event in events] == [(0, False)]
     assert "simpy" in available_clusters()
 
 

@@ -26,6 +26,7 @@ MAY_IMPORT = {
     "coding": {"errors"},  # schemes and decoding: nothing above them
     "models": {"errors"},  # a leaf: latency, straggling, failure, network and trace models
     # compressors of workers' messages, beside coding: the registry and config base are the models layer's
+    # (docs/architecture.md, "Layers")
     "compression": {"errors", "models"},
     "policies": {"errors", "stops", "coding", "models"},
     "scenario": {
@@ -40,17 +41,21 @@ MAY_IMPORT = {
     "cluster": _BELOW_MASTER,  # the one master and the cluster protocol: no engine, no backend
     "master": _BELOW_MASTER | {"cluster"},
     "training": _BELOW_MASTER,  # torch models, data and gradients, for real mode and the simulator
-    "testing": _BELOW_MASTER | {"cluster", "master"},  # the conformance suites
+    # the conformance suites, and reference implementations (the SGC authors'-rules replay)
+    "testing": _BELOW_MASTER | {"cluster", "master"},
     "sim": _BELOW_MASTER | {"cluster", "master", "training"},  # never real
     "real": _BELOW_MASTER | {"cluster", "master", "training"},  # never sim
     "plot": {"errors", "stops", "results"},  # reads results files only: no engine, no scheme, no policy
-    # the bridge from real to simulated: reads real runs' results, simulates the calibrated scenario, draws its
-    # report in plotting's style; never a real backend
+    # the bridge from real to simulated: reads real runs' results, simulates the calibrated scenario, replays
+    # sequential rounds with the master's bookkeeping, draws its report in plotting's style; never a real backend
+    # (docs/architecture.md, "Layers", gives the reason for master and plot)
     "twin": _BELOW_MASTER | {"cluster", "master", "training", "sim", "plot"},
 }
 CLI = "cli"  # gcbench/cli/ (and __main__): thin, it may call any layer, and no layer calls it
 CLI_PACKAGE = PACKAGE / "cli"
-CLI_SHARED = "gcbench.cli.console"  # what the commands share; gcbench/cli/__init__.py assembles the commands
+# what the commands share, a module per job (the console; the summary table; a real run's progress; a simulation
+# from the command line; a registry's listing); gcbench/cli/__init__.py assembles the commands
+CLI_SHARED = {f"gcbench.cli.{name}" for name in ("console", "summary", "progress", "simulation", "configs")}
 HEAVY = {"torch", "torchvision", "ray", "matplotlib", "seaborn"}
 HEAVY_AT_IMPORT = {"real", "training", "plot"}  # the modes that need them; elsewhere only inside functions
 
@@ -210,15 +215,13 @@ def test_gcbench_starts_without_torch_ray_or_matplotlib():
     assert loaded.strip() == "[]", f"importing the commands' modules loads {loaded.strip()}"
 
 
-def test_command_modules_import_no_other_command_only_the_console():
+def test_command_modules_import_no_other_command_only_the_shared_modules():
     """A command is one module (simulate, run, plot, schemes, policies): it imports no other command's module, only
-    the shared console; the console imports no command; the package's __init__ assembles them."""
+    the shared ones; a shared module imports no command; the package's __init__ assembles them."""
     commands = sorted(p for p in CLI_PACKAGE.glob("*.py") if p.stem != "__init__")
     assert {"console", "simulate", "run", "plot", "schemes", "policies"} <= {p.stem for p in commands}
     for path in commands:
-        others = {name for name in gcbench_imports(path) if layer_of(name) == CLI} - {CLI_SHARED}
-        if module_name(path) == CLI_SHARED:
-            others = {name for name in gcbench_imports(path) if layer_of(name) == CLI}
+        others = {name for name in gcbench_imports(path) if layer_of(name) == CLI} - CLI_SHARED
         assert not others, f"{path.relative_to(PACKAGE.parent)} imports {sorted(others)}"
 
 

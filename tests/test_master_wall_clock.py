@@ -77,7 +77,7 @@ class ScriptedCluster(Cluster):
 
     def running(self, job_ids):
         ids = set(job_ids)
-        return [job for job in self.flight if job.job in ids]
+        return [job for job in self.flight if job.id in ids]
 
     def pending(self):
         return bool(self.heap or self.flight)

@@ -1,7 +1,7 @@
 """M-SGC (gcbench/coding/multiplexed.py) run by the master: W - 1 + B mini-tasks a round, each for its own job.
 
 The master on the event engine, given a delay profile and the authors' round rule (relative_deadline), ends every
-round where gcbench/sim/rounds.py's replay of their code does; every job decodes exactly from its mini-tasks'
+round where gcbench/testing/sgc_replay.py's replay of their code does; every job decodes exactly from its mini-tasks'
 results under every straggler pattern the (B, W, lambda) model admits (exhaustive for small n, Hypothesis
 beyond), D1 chunks redone in D2 slots included; a pattern outside the model is waited out; trained in the
 simulator, the delayed updates do not depend on who straggled; what the scheme cannot run is one sentence."""
@@ -21,7 +21,7 @@ from gcbench.coding.multiplexed import D1, MultiplexedRounds
 from gcbench.coding.sequential import LOST
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.schema import Scenario
-from gcbench.sim.rounds import Multiplexed
+from gcbench.testing.sgc_replay import MultiplexedReplay
 
 runner = CliRunner()
 
@@ -36,7 +36,7 @@ def test_the_layout_is_the_papers_equal_mini_tasks():
     scheme = m_sgc(4, 1, 3, 2)
     assert scheme.k == 28 and scheme.delay == 2 and scheme.messages_per_worker == 3
     assert all(len(scheme.message_partitions(w, i)) == 3 for w in range(4) for i in range(3))
-    assert scheme.step_load(0) * scheme.partition_share / scheme.n == pytest.approx(Multiplexed(1, 3, 2).load(4))
+    assert scheme.step_load(0) * scheme.partition_share / scheme.n == pytest.approx(MultiplexedReplay(1, 3, 2).load(4))
     every = sorted(j for w in range(4) for i in range(2) for j in scheme.message_partitions(w, i))
     assert every == list(range(24))  # the D1 chunks: each partition once, uncoded
     decoding = scheme.decoding(list(range(len(scheme.message_owner))))
@@ -51,7 +51,7 @@ def test_the_master_ends_rounds_where_the_authors_code_does(tmp_path, burst, win
     policy = f"{{name: relative_deadline, mu: {mu}}}"
     variant = f"  - {{scheme: m_sgc, burst: {burst}, window: {window}, lam: {lam}, policy: {policy}}}\n"
     table = simulate(tmp_path, delays, variant)
-    design = Multiplexed(burst, window, lam)
+    design = MultiplexedReplay(burst, window, lam)
     replay = design.replay(delays, rounds - design.delay, mu)
     np.testing.assert_allclose(table["duration"], replay.durations, rtol=1e-12)
     # the profile makes rounds wait and lose results

@@ -116,7 +116,7 @@ def test_progress_bars_on_a_terminal_show_iterations_eta_and_loss():
 
     from rich.console import Console
 
-    from gcbench.cli.console import RunProgress
+    from gcbench.cli.progress import RunProgress
 
     file = io.StringIO()
     progress = RunProgress(Console(file=file, force_terminal=True, width=200))

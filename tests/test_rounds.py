@@ -1,5 +1,5 @@
-"""The round replay of Sequential-Gradient-Coding-2's rules (gcbench/sim/rounds.py): hand-computed rounds, and the
-designs' guarantee (every job decodes at its deadline, whatever the delays) checked on generated delays."""
+"""The round replay of Sequential-Gradient-Coding-2's rules (gcbench/testing/sgc_replay.py): hand-computed rounds, and
+the designs' guarantee (every job decodes at its deadline, whatever the delays) checked on generated delays."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from gcbench.coding import make_scheme
 from gcbench.coding.sequential import LOST
 from gcbench.policies import RelativeDeadline
-from gcbench.sim.rounds import (
-    GradientCode,
-    Multiplexed,
-    SelectiveRepeat,
-    Uncoded,
+from gcbench.testing.sgc_replay import (
+    GradientCodeReplay,
+    MultiplexedReplay,
+    SelectiveRepeatReplay,
+    UncodedReplay,
     at_design_load,
     parameters,
     round_end,
@@ -32,19 +32,19 @@ def test_a_round_ends_at_one_plus_mu_times_its_fastest_worker():
 
 
 def test_uncoded_waits_for_every_worker():
-    replay = Uncoded().replay(DELAYS, jobs=3, mu=1.0)
+    replay = UncodedReplay().replay(DELAYS, jobs=3, mu=1.0)
     assert replay.durations.tolist() == [4.0, 6.0, 1.5] and replay.waits == 3
 
 
 def test_gradient_coding_the_repositorys_rule_and_tandons():
     # s = 1: the repository ends a round early only with fewer than s stragglers (none), Tandon's with at most s
-    assert GradientCode(1).replay(DELAYS, 3, 1.0).durations.tolist() == [4.0, 6.0, 1.5]
-    assert GradientCode(1, tandon=True).replay(DELAYS, 3, 1.0).durations.tolist() == [2.0, 6.0, 1.5]
-    assert GradientCode(2, tandon=True).replay(DELAYS, 3, 1.0).durations.tolist() == [2.0, 2.0, 1.5]
+    assert GradientCodeReplay(1).replay(DELAYS, 3, 1.0).durations.tolist() == [4.0, 6.0, 1.5]
+    assert GradientCodeReplay(1, tandon=True).replay(DELAYS, 3, 1.0).durations.tolist() == [2.0, 6.0, 1.5]
+    assert GradientCodeReplay(2, tandon=True).replay(DELAYS, 3, 1.0).durations.tolist() == [2.0, 2.0, 1.5]
 
 
 def test_selective_repeat_repeats_the_missing_tasks_and_decodes_b_rounds_later():
-    design = SelectiveRepeat(B=1, W=2, lam=1)  # s' = ceil(1 * 1 / 2) = 1
+    design = SelectiveRepeatReplay(B=1, W=2, lam=1)  # s' = ceil(1 * 1 / 2) = 1
     assert (design.s, design.delay, design.load(4)) == (1, 1, 0.5)
     delays = np.array([[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [3.0, 1.0, 1.0]])
     replay = design.replay(delays, jobs=2, mu=0.5)
@@ -59,7 +59,7 @@ def test_selective_repeat_repeats_the_missing_tasks_and_decodes_b_rounds_later()
 
 
 def test_selective_repeat_repeats_where_more_than_s_results_are_missing():
-    design = SelectiveRepeat(B=1, W=2, lam=2)  # s' = 1
+    design = SelectiveRepeatReplay(B=1, W=2, lam=2)  # s' = 1
     delays = np.array([[1.0, 1.0], [1.0, 1.0], [3.0, 1.0], [3.0, 1.0]])
     served = design.replay(delays, jobs=1, mu=0.5).state
     # two results of job 0 lost in round 0, one more than s': the lower-numbered worker repeats job 0 in round 1
@@ -68,9 +68,9 @@ def test_selective_repeat_repeats_where_more_than_s_results_are_missing():
 
 
 def test_multiplexed_loads_and_delay():
-    design = Multiplexed(B=1, W=2, lam=1)
+    design = MultiplexedReplay(B=1, W=2, lam=1)
     assert (design.slots, design.delay) == (2, 1) and design.load(4) == pytest.approx(2 * 2 / (4 * (1 + 2)))
-    assert Multiplexed(B=2, W=3, lam=4).load(4) == pytest.approx((3 - 1 + 2) / (4 * 2))
+    assert MultiplexedReplay(B=2, W=3, lam=4).load(4) == pytest.approx((3 - 1 + 2) / (4 * 2))
 
 
 SR_PAIRS = {(1, 2), (1, 3), (1, 4), (1, 5), (1, 6), (2, 3), (2, 5), (3, 4)}  # W = B + 1 + a multiple of B, <= 6
@@ -111,12 +111,12 @@ def test_every_job_decodes_by_its_deadline_whatever_the_delays(delays, B, extra,
     delays = np.array(delays)
     n = delays.shape[0]
     jobs = 14 - 6
-    selective = SelectiveRepeat(B, B + 1 + extra * B, min(lam, n))
+    selective = SelectiveRepeatReplay(B, B + 1 + extra * B, min(lam, n))
     if selective.delay + jobs <= 14:
         served = selective.replay(delays, jobs, mu).state
         assert all(selective.decodable(served, job) for job in range(jobs))
     W = B + 1 + extra
-    multiplexed = Multiplexed(B, W, min(lam, n))
+    multiplexed = MultiplexedReplay(B, W, min(lam, n))
     if multiplexed.delay + jobs <= 14:
         work = multiplexed.replay(delays, jobs, mu).state
         assert all(multiplexed.decodable(work, job) for job in range(jobs))
@@ -131,10 +131,10 @@ def test_the_relative_deadline_policy_ends_rounds_as_the_repositorys_gradient_co
     for s in (1, 2, 3):
         policy = RelativeDeadline(mu=mu, fewer_than_s=not tandon)
         outcome = policy.stop_times(delays.T, make_scheme("cr", n=8, s=s))
-        expected = GradientCode(s, tandon=tandon).replay(delays, 40, mu).durations
+        expected = GradientCodeReplay(s, tandon=tandon).replay(delays, 40, mu).durations
         np.testing.assert_array_equal(outcome.stop, expected)
     uncoded = RelativeDeadline(mu=mu, fewer_than_s=not tandon).stop_times(delays.T, make_scheme("uncoded", n=8))
-    np.testing.assert_array_equal(uncoded.stop, Uncoded().replay(delays, 40, mu).durations)
+    np.testing.assert_array_equal(uncoded.stop, UncodedReplay().replay(delays, 40, mu).durations)
 
 
 def test_relative_deadline_variants_that_differ_in_their_rule_differ_in_label():

@@ -1,7 +1,7 @@
 """SR-SGC (gcbench/coding/sequential.py) run by the master: a job decoded rounds after its dispatch.
 
 The master on the event engine, given a delay profile and the authors' round rule (relative_deadline), ends every
-round where gcbench/sim/rounds.py's replay of their code does; every job decodes exactly from the results its
+round where gcbench/testing/sgc_replay.py's replay of their code does; every job decodes exactly from the results its
 rounds received, under every straggler pattern the (B, W, lambda) model admits (exhaustive for small n,
 Hypothesis beyond); a pattern outside the model is waited out; what the scheme cannot run is one sentence."""
 
@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from gcbench.cli import app
 from gcbench.coding import make_scheme
 from gcbench.coding.sequential import LOST, SelectiveRepeatRounds, tolerated
-from gcbench.sim.rounds import SelectiveRepeat
+from gcbench.testing.sgc_replay import SelectiveRepeatReplay
 
 runner = CliRunner()
 
@@ -70,7 +70,7 @@ def test_the_master_ends_rounds_where_the_authors_code_does(tmp_path, burst, win
     policy = f"{{name: relative_deadline, mu: {mu}}}"
     variant = f"  - {{scheme: sr_sgc, s: {s}, burst: {burst}, window: {window}, lam: {lam}, policy: {policy}}}\n"
     table = simulate(tmp_path, delays, variant)
-    replay = SelectiveRepeat(burst, window, lam).replay(delays, rounds - burst, mu)
+    replay = SelectiveRepeatReplay(burst, window, lam).replay(delays, rounds - burst, mu)
     # the replay's last B rounds only finish its jobs; before them the two run the same rounds
     np.testing.assert_allclose(table["duration"][: rounds - burst], replay.durations[: rounds - burst], rtol=1e-12)
     # the profile makes rounds wait, lose results and repeat tasks

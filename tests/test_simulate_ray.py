@@ -196,7 +196,7 @@ def test_ray_without_the_real_extra_is_one_sentence(sweep, tmp_path, monkeypatch
 def test_the_ray_path_imports_no_torch():
     """--ray starts Ray from gcbench.real.ray.start, not the real runner (3 s of torch on these machines)."""
     probe = (
-        "import sys, gcbench.cli.simulate, gcbench.cli.console, gcbench.real.ray.start, gcbench.sim.ray_tasks; "
+        "import sys, gcbench.cli.simulate, gcbench.cli.simulation, gcbench.real.ray.start, gcbench.sim.ray_tasks; "
         "print('torch' in sys.modules, 'ray' in sys.modules)"
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout

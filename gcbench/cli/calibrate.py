@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -49,66 +50,35 @@ def calibrate(
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
 ) -> None:
     """Fit a scenario to real runs: dispatch, compute, upload and the master's time, each part fitted and judged."""
-    from gcbench.twin.calibrate import calibrate as fit_runs
     from gcbench.twin.calibrate import scenario_yaml
-    from gcbench.twin.evaluate import check_evaluated, check_shape, compare, ranking, replay
-    from gcbench.twin.measured import read_measured
+    from gcbench.twin.evaluate import ranking
+    from gcbench.twin.judge import JUDGED, calibrate_runs
 
-    if target_accuracy is not None and not 0 < target_accuracy <= 1:
-        raise GcbenchError(f"--target-accuracy must be in (0, 1], got {target_accuracy}.")
     if out.exists() and (out.is_dir() or not force):
         raise GcbenchError(f"-o {out}: exists already; add --force to overwrite it, or choose another path.")
-    measured = [read_measured(path) for path in runs]
-    chosen = _variants(variants, measured)
-    targets = [read_measured(path) for path in predict or []]
-    calibration = fit_runs(measured, chosen, cores)
-    for run in targets:  # (refused before anything is written)
-        check_shape(calibration.scenario, run)
-    if train:
-        for run in [*measured, *targets]:
-            check_evaluated(run)
+    done = calibrate_runs(runs, variants, predict, cores, train, target_accuracy)
+    calibration = done.calibration
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(scenario_yaml(calibration))
     console = wide_console()
     _print_fits(calibration, console)
-    legs = {}
-    for run in measured:
-        legs[f"replay: {run.path}"] = replay(run)
-        legs[f"fitted: {run.path}"] = compare(calibration.scenario, run)
-    for run in targets:
-        legs[f"predicted: {run.path}"] = compare(calibration.scenario, run)
-    for title, table in legs.items():
-        _print_leg(title, table, ranking(table), console)
-    for run, leg in [*((run, "fitted to") for run in measured), *((run, "predicted") for run in targets)]:
-        _print_verdicts(run, leg, legs[f"{'fitted' if leg == 'fitted to' else 'predicted'}: {run.path}"], console)
-    if train:
-        from gcbench.twin.evaluate import time_to_accuracy
-
-        for run in [*measured, *targets]:
-            table = time_to_accuracy(calibration.scenario, run, target_accuracy)
-            legs[f"time to accuracy: {run.path}"] = table
-            _print_accuracy(f"time to accuracy: {run.path}", table, console)
+    legs = [leg for leg in done.legs if leg.kind != "time to accuracy"]
+    for leg in legs:
+        _print_leg(leg.title, leg.table, ranking(leg.table), console)
+    for leg in (leg for leg in legs if leg.kind in JUDGED):
+        _print_verdicts(leg.run, "fitted to" if leg.kind == "fitted" else "predicted", leg.table, console)
+    for leg in (leg for leg in done.legs if leg.kind == "time to accuracy"):
+        _print_accuracy(leg.title, leg.table, console)
     for note in calibration.notes:
         say(console, f"note: {note}")
     if report is not None:
         from gcbench.twin.report import write_report
 
-        judged = {f"fitted: {run.path}": run for run in measured} | {f"predicted: {run.path}": run for run in targets}
-        for path in write_report(calibration, legs, report, judged):
+        tables = {leg.title: leg.table for leg in done.legs}
+        judged = {leg.title: leg.run for leg in done.legs if leg.kind in JUDGED}
+        for path in write_report(calibration, tables, report, judged):
             say(console, f"wrote {path}")
     say(console, f"calibrated scenario: {out} (gcbench simulate {out})")
-
-
-def _variants(text: str | None, runs) -> list[str] | None:
-    if text is None:
-        return None
-    chosen = [label.strip() for label in text.split(",") if label.strip()]
-    known = {label for run in runs for label in run.variants}
-    unknown = [label for label in chosen if label not in known]
-    if unknown or not chosen:
-        given = ", ".join(unknown) or "none given"
-        raise GcbenchError(f"--variants: {given} not among the runs' variants ({', '.join(sorted(known))}).")
-    return chosen
 
 
 def _print_fits(calibration, console) -> None:
@@ -136,7 +106,7 @@ def _print_leg(title: str, table, ranking, console) -> None:
     for heading in headings + (["long-run error"] if long_run else []):
         grid.add_column(heading, justify="left" if heading == "variant" else "right")
     for row in table.itertuples():
-        interval = f"[{row.ci_low:.4f}, {row.ci_high:.4f}]" if row.ci_low == row.ci_low else "n/a"
+        interval = f"[{row.ci_low:.4f}, {row.ci_high:.4f}]" if not math.isnan(row.ci_low) else "n/a"
         cells = [row.variant, f"{row.measured_mean:.4f}", interval,
                  f"{row.simulated_mean:.4f}", f"{row.error_mean:+.1%}", f"{row.error_p50:+.1%}",
                  f"{row.error_p99:+.1%}", *([f"{row.error_long_run:+.1%}"] if long_run else [])]  # fmt: skip

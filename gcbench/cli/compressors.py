@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gcbench.cli.console import config_parameters, summary_line, user_errors, wide_console
+from gcbench.cli.configs import config_parameters, summary_line
+from gcbench.cli.console import user_errors, wide_console
 
 LISTED_LENGTH = 1_000_000  # the gradient length the listing states bits per parameter at
 COSTS = ("compress_cost", "decompress_cost")  # every compressor's, said once below the table

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gcbench.cli.console import config_parameters, summary_line, user_errors, wide_console
+from gcbench.cli.configs import config_parameters, summary_line
+from gcbench.cli.console import user_errors, wide_console
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
+import math
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from gcbench.cli.console import ForceOption, SeedsOption, SetOption, interval_low, say, user_errors, wide_console
+from gcbench.cli.console import ForceOption, SeedsOption, SetOption, say, user_errors, wide_console
+from gcbench.cli.summary import interval_low
 from gcbench.errors import GcbenchError
 
 
@@ -55,17 +56,18 @@ def recommend(
 ) -> None:
     """Rank every scheme, s and policy that applies to a cluster by its simulated speed (or time to accuracy)."""
     from gcbench.results.metadata import new_run_directory
+    from gcbench.scenario.overrides import command_line
     from gcbench.twin.advice import advise
     from gcbench.twin.advice import write_scenario as write_scenario_file
     from gcbench.twin.candidates import check_scheme_names, enumerate_candidates
-    from gcbench.twin.recommend import DEFAULT_ITERATIONS
+    from gcbench.twin.recommend import DEFAULT_ITERATIONS, cluster_of, write_recommendation
     from gcbench.twin.recommend import recommend as rank
 
     console = wide_console()
     if out is not None and out.exists() and any(out.iterdir()) and not force:
         raise GcbenchError(f"--out {out}: holds files already; add --force to overwrite them, or choose another.")
     check_scheme_names(_names(schemes))
-    scenario, origin = _cluster(source, seeds, sets)
+    scenario, origin = cluster_of(source, command_line(sets, seeds))
     candidates = enumerate_candidates(scenario, _names(schemes), max_s, _names(policies), max_burst, max_window)
     count = iterations or DEFAULT_ITERATIONS
     say(console, f"{origin}: {len(candidates)} candidates, {count} iterations x {len(scenario.seeds)} seed(s) each")
@@ -80,44 +82,13 @@ def recommend(
     _print_top(table, top, console)
     for note in _notes(basis):
         say(console, f"note: {note}")
-    written = _write(table, basis, origin, scenario, top, out)
+    written = write_recommendation(table, basis, origin, scenario, top, out)
     if write_scenario is not None:
         written.append(write_scenario_file(scenario, advice, write_scenario))
         say(console, f"run the pick beside uncoded{' and its near ties' if advice.close else ''}: gcbench run "
                      f"{write_scenario} (or gcbench simulate {write_scenario})")  # fmt: skip
     for path in written:
         say(console, f"wrote {path}")
-
-
-def _cluster(source: Path, seeds: str | None, sets: list[str] | None):
-    """The scenario to weigh candidates on: the file's, or the run's calibrated one; and where it came from."""
-    from gcbench.scenario.loading import load_scenario, read_yaml
-    from gcbench.scenario.overrides import parse_seeds, parse_sets
-
-    overrides = parse_sets(sets or [])
-    if seeds is not None:
-        overrides["seeds"] = parse_seeds(seeds)
-    if source.is_dir():
-        from gcbench.scenario.loading import with_overrides
-        from gcbench.twin.calibrate import calibrate
-        from gcbench.twin.measured import read_measured
-
-        scenario = calibrate([read_measured(source)]).scenario
-        if overrides:
-            scenario = with_overrides(scenario, source, overrides)
-        return scenario, f"{source} (calibrated)"
-    if not source.exists():
-        raise GcbenchError(f"{source}: no such scenario file or results directory.")
-    sweep = read_yaml(source).get("sweep")
-    if isinstance(sweep, dict) and set(sweep) & set(overrides):  # a field the command line fixes is not swept
-        overrides["sweep"] = {path: values for path, values in sweep.items() if path not in overrides}
-    points = load_scenario(source, overrides)
-    if len(points) > 1:
-        raise GcbenchError(
-            f"{source}: sweeps {', '.join(points[0].values)} over {len(points)} points, and recommend weighs "
-            "candidates on one cluster; fix the swept fields with --set PATH=VALUE."
-        )
-    return points[0].scenario, str(source)
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -147,7 +118,7 @@ def _print_top(table, top: int, console) -> None:
         for heading in ("rank", "candidate", str(table["metric"].iloc[0]), "95% CI", "speedup", "why"):
             grid.add_column(heading)
         for row in shown.itertuples():
-            interval = f"{interval_low(row.ci_low)} - {row.ci_high:.4g}" if row.ci_low == row.ci_low else "n/a"
+            interval = f"{interval_low(row.ci_low)} - {row.ci_high:.4g}" if not math.isnan(row.ci_low) else "n/a"
             speedup = f"{row.speedup:.2f}x" if np.isfinite(row.speedup) and row.speedup > 0 else "n/a"
             value = f"{row.value:.4g}" if np.isfinite(row.value) else "never"
             grid.add_row(str(row.rank), row.candidate, value, interval, speedup, row.reason)
@@ -173,19 +144,3 @@ def _notes(basis: dict) -> list[str]:
             "rank them together"
         )
     return notes
-
-
-def _write(table, basis: dict, origin: str, scenario, top: int, out: Path) -> list[Path]:
-    from gcbench.plot import style
-    from gcbench.plot.make import save_figure
-    from gcbench.plot.recommend import candidates_figure
-
-    records = json.loads(table.to_json(orient="records"))  # NaN and inf as null
-    document = {"source": origin, "scenario": scenario.model_dump(mode="json"), **basis,
-                "top": [r for r in records if r["rank"] <= top], "ranked": records}  # fmt: skip
-    path = out / "recommend.json"
-    path.write_text(json.dumps(document, indent=1) + "\n")
-    table.to_csv(out / "recommend.csv", index=False, float_format="%.6g")
-    style.apply()
-    figure = save_figure(candidates_figure(table, top), out / "recommend", ("png", "pdf"), "")
-    return [path, out / "recommend.csv", *figure.files]

@@ -8,16 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from gcbench.cli.console import (
-    ForceOption,
-    SeedsOption,
-    SetOption,
-    check_scenario,
-    say,
-    simulate_scenario,
-    user_errors,
-    wide_console,
-)
+from gcbench.cli.console import ForceOption, SeedsOption, SetOption, say, user_errors, wide_console
+from gcbench.cli.simulation import check_scenario, simulate_scenario
 from gcbench.cluster import real_backends
 from gcbench.errors import GcbenchError, did_you_mean
 
@@ -79,13 +71,9 @@ def run(
         known = {entry.name: entry for entry in real_backends()}  # (an unknown one is refused next, by name)
         require_real_extra(modules=known[backend].modules if backend in known else REAL_MODULES)
     if not real:
-        from gcbench.scenario.overrides import parse_seeds, parse_sets
+        from gcbench.scenario.overrides import command_line
 
-        overrides = parse_sets(sets or [])
-        if seeds is not None:
-            overrides["seeds"] = parse_seeds(seeds)
-        if iterations is not None:
-            overrides["iterations"] = iterations
+        overrides = command_line(sets, seeds, iterations)
         if check:
             check_scenario(scenario, wide_console(), overrides)
             return
@@ -142,7 +130,7 @@ def run_real(
 
 def _train(run: RealRun, address: str | None, console: Console) -> Path:
     """Train the session; on Ctrl-C or SIGTERM say what was kept and exit 130 or 143."""
-    from gcbench.cli.console import RunProgress
+    from gcbench.cli.progress import RunProgress
     from gcbench.real.run import open_session
     from gcbench.real.session import EXIT_CODES, Terminated, sigterm_as_interrupt
 
@@ -213,7 +201,7 @@ def interrupted(runs: list, out: Path, how: str, every: int) -> str:
 
 def report(session, status: str, out: Path, console: Console) -> None:
     """The summary table, test accuracies and where the files are; exit 2 if a variant stopped early."""
-    from gcbench.cli.console import print_summary
+    from gcbench.cli.summary import print_summary
     from gcbench.real.run import write_summary
     from gcbench.results.summary import interval_note
     from gcbench.scenario.describe import scenario_sentence

@@ -4,23 +4,13 @@ loads, checks, runs and writes it)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from gcbench.cli.console import (
-    ForceOption,
-    SeedsOption,
-    SetOption,
-    check_scenario,
-    simulate_scenario,
-    user_errors,
-    wide_console,
-)
+from gcbench.cli.console import ForceOption, SeedsOption, SetOption, user_errors, wide_console
+from gcbench.cli.simulation import check_scenario, simulate_scenario
 from gcbench.errors import GcbenchError
-
-if TYPE_CHECKING:
-    pass
 
 
 @user_errors
@@ -54,17 +44,11 @@ def simulate(
     ] = None,
 ) -> None:
     """Simulate a scenario: every variant, seed and sweep point; print the summary and write results."""
-    from gcbench.scenario.overrides import parse_seeds, parse_sets
+    from gcbench.scenario.overrides import command_line
 
     check_ray_options(ray, address, jobs)  # before anything: a missing Ray costs one sentence
     console = wide_console()
-    overrides = parse_sets(sets or [])
-    if seeds is not None:
-        overrides["seeds"] = parse_seeds(seeds)
-    if iterations is not None:
-        overrides["iterations"] = iterations
-    if engine is not None:
-        overrides["engine"] = engine
+    overrides = command_line(sets, seeds, iterations, engine=engine)
     if check:
         check_scenario(scenario, console, overrides)
         return

@@ -25,7 +25,7 @@ class Job:
     """One compute call: worker, job id (what ``abandon`` and ``in_flight`` refer to), draw row, when sent, crash."""
 
     worker: int
-    job: int
+    id: int
     row: int
     sent: float
     crash: bool

@@ -8,7 +8,7 @@ first missing one instead. Job t is decoded at the end of round t + T, T = W - 2
 chunks are in and each group has n - lambda results. Mini-tasks are equal work: a chunk is lambda + 1 partitions
 and a group's task lambda + 1 of its n, so a job has k = n ((W - 1)(lambda + 1) + B) partitions and a round
 costs (W - 1 + B)(lambda + 1) of them. ``MultiplexedRounds`` is that bookkeeping (shared by the master,
-gcbench/master/sequential.py, and the authors'-rules replay, gcbench/sim/rounds.py). docs/coding.md, "Sequential
+gcbench/master/sequential.py, and the authors'-rules replay, gcbench/testing/sgc_replay.py). docs/coding.md, "Sequential
 gradient coding", has the exact definitions and where they differ from the paper.
 """
 
@@ -20,6 +20,7 @@ import numpy as np
 
 from gcbench.coding._base import Layout, Scheme
 from gcbench.coding._errors import SchemeParameterError, check_int
+from gcbench.coding._registry import make_scheme
 from gcbench.coding.sequential import IDLE, LOST, bursty_fit
 
 D1 = 0  # a mini-task's entry: a D1 chunk (its own slot's, or a redo in a D2 slot); g + 1: D2 group g's task
@@ -218,8 +219,6 @@ class MultiplexedSGC(Scheme):
         return tuple(j for j in self.partitions(worker) if coefficients[j] != 0.0)
 
     def _layout(self) -> Layout:
-        from gcbench.coding._registry import make_scheme  # (the registry imports this module)
-
         n, B, W, lam = self.n, self.params["burst"], self.params["window"], self.params["lam"]
         try:
             code = make_scheme(self.params["code"], n=n, s=lam)

@@ -6,7 +6,7 @@ round t + B, where more than s' of job t's round-t results are missing, that man
 lowest-numbered) repeat their job-t task instead of starting job t + B. A round's stragglers are lost; the
 design guarantees every job decodes when the stragglers follow the (B, W, lambda)-bursty model, with
 s' = ceil(B lambda / (W - 1 + B)). ``SelectiveRepeatRounds`` is that bookkeeping, one round at a time: the
-master (gcbench/master/sequential.py) asks it when a round may end, and gcbench/sim/rounds.py replays delay
+master (gcbench/master/sequential.py) asks it when a round may end, and gcbench/testing/sgc_replay.py replays delay
 matrices through it under the authors' code's rules. docs/coding.md, "Sequential gradient coding", has the
 exact definitions and where they differ from the paper.
 """
@@ -20,6 +20,7 @@ import numpy as np
 
 from gcbench.coding._base import Layout, Scheme
 from gcbench.coding._errors import SchemeParameterError, check_int
+from gcbench.coding._registry import make_scheme
 
 IDLE, LOST = -2, -1  # a worker's entry in a round: the job its task served, LOST (it straggled), IDLE (no task)
 
@@ -205,8 +206,6 @@ class SelectiveRepeatSGC(Scheme):
         return SelectiveRepeatRounds(self.n, self.s, p["burst"], p["window"], p["lam"], count)
 
     def _layout(self) -> Layout:
-        from gcbench.coding._registry import make_scheme  # (the registry imports this module)
-
         code = make_scheme(self.params["code"], n=self.n, s=self.s)
         per_worker = tuple(tuple(code.coefficients[i] for i in code.messages(w)) for w in range(self.n))
         return Layout(tuple(code.partitions(w) for w in range(self.n)), per_worker)

@@ -7,7 +7,7 @@ Public API::
     COMPRESSORS.get(name)(**params)          -> a Compressor
     compressor.compress(vector, key, state)  -> a Payload (its nbytes travel)
     compressor.decompress(payload)           -> the vector
-    Sender(compressor, seed, worker)         -> a worker's compressing end, with error-feedback memory
+    MessageCompressor(compressor, seed, worker) -> a worker's compressing end, with error-feedback memory
 """
 
 from gcbench.compression._base import KEY_BYTES, Compressor, Key, Payload, as_vector
@@ -27,7 +27,7 @@ from gcbench.compression.sparsification import RandomK, TopK
 from gcbench.compression.low_rank import PowerSGD
 
 # isort: split
-from gcbench.compression.memory import Sender
+from gcbench.compression.memory import MessageCompressor
 from gcbench.compression.union import Compression, compressor_from, is_valid_compression
 
 __all__ = [
@@ -44,7 +44,7 @@ __all__ = [
     "PowerSGD",
     "RandomK",
     "ScaledSign",
-    "Sender",
+    "MessageCompressor",
     "TopK",
     "as_vector",
     "available_compressors",

@@ -15,7 +15,7 @@ import numpy as np
 from gcbench.compression._base import Compressor, Key, Payload, as_vector
 
 
-class Sender:
+class MessageCompressor:
     """The compressing end of one worker's messages: per message index, the compressor's state and residual."""
 
     def __init__(self, compressor: Compressor, seed: int, worker: int) -> None:

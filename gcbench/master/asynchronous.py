@@ -108,7 +108,7 @@ class AsynchronousMaster:
         self.jobs[w] += 1
         crash = may_crash and self.crash[row][w]
         job_id, self.serial = self.serial, self.serial + 1
-        self.cluster.submit(w, job_id, row, crash, batch)
+        self.cluster.submit(w, job=job_id, row=row, crash=crash, batch=batch)
         if crash:  # a Restart follows after the downtime (none when it crashed for good)
             self.rec.failed[min(self.version, self.iterations - 1), w] = True
         else:
@@ -121,18 +121,18 @@ class AsynchronousMaster:
         if job is not None and job.crash:
             return  # the failure model's crash, noted when it was submitted
         if job is not None:
-            self.version_of.pop(job.job, None)
+            self.version_of.pop(job.id, None)
         self.rec.failed[min(self.version, self.iterations - 1), failure.worker] = True
 
     def _arrive(self, result: Result) -> bool:
         """Take a result; True when it completed an update."""
-        if result.abandoned or result.job.job not in self.version_of:
+        if result.abandoned or result.job.id not in self.version_of:
             return False  # work of an earlier block, or of a job lost with its worker
         if result.message is not None:
-            self.parts.setdefault(result.job.job, []).append(result)
+            self.parts.setdefault(result.job.id, []).append(result)
             if not result.final:
                 return False  # the job counts once its last message is in
-            result = gather(self.parts.pop(result.job.job))
+            result = gather(self.parts.pop(result.job.id))
         batch = self.batch
         batch.append(result)
         if not self.distinct:
@@ -144,7 +144,7 @@ class AsynchronousMaster:
 
     def _update(self, now: float) -> None:
         t, batch, version_of = self.version, self.batch, self.version_of
-        started = [version_of.pop(r.job.job) for r in batch]
+        started = [version_of.pop(r.job.id) for r in batch]
         self.updates.append((t, self.previous, now, t - sum(started) / len(batch)))
         self.used.extend((t, r.job.worker, r.job.row, r.compute_start, r.compute_end, r.injected) for r in batch)
         if self.learner is not None:

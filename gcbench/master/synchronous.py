@@ -26,6 +26,8 @@ lost in a way the failure model did not draw redoes the iteration once back.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gcbench.cluster import Cluster, Failure, Result
@@ -156,10 +158,10 @@ class SynchronousMaster:
             for i, (row, crash) in enumerate(jobs):
                 served = -1 if self.rounds is None else self.rounds.serves(w, row)
                 if served < 0:  # (a sequential round that ended without it: late work, never used)
-                    job = cluster.submit(w, row, row, crash, row)
+                    job = cluster.submit(w, job=row, row=row, crash=crash, batch=row)
                 else:  # the job its round's task serves, on that job's weights and mini-batch (M-SGC: each task's)
                     tasks = self.rounds.tasks(w, row)
-                    job = cluster.submit(w, row, row, crash, served, version=served, tasks=tasks)
+                    job = cluster.submit(w, job=row, row=row, crash=crash, batch=served, version=served, tasks=tasks)
                 if self.ages is not None:
                     self.sent_in[job] = self.current
                 if not crash:
@@ -187,11 +189,11 @@ class SynchronousMaster:
         kind = type(event)
         if kind is Result:
             job, rec = event.job, self.rec
-            w, row = job.worker, job.job
+            w, row = job.worker, job.id
             rec.compute_start[row, w], rec.compute_end[row, w], rec.arrival[row, w] = (
                 event.compute_start, event.compute_end, event.at,
             )  # fmt: skip
-            if event.injected == event.injected:  # measured by a real worker (NaN: the modelled draw stands)
+            if not math.isnan(event.injected):  # measured by a real worker (NaN: the modelled draw stands)
                 rec.injected[row, w] = event.injected
             if self.ages is not None:
                 self._age(event)
@@ -223,7 +225,7 @@ class SynchronousMaster:
     def _log(self, result: Result, used: bool) -> None:
         w, own = result.job.worker, self.scheme.messages(result.job.worker)
         for mid in message_ids(self.scheme, result):
-            self.log.add(result.job.job, w, own.index(mid), mid, result.compute_end, result.at, used)
+            self.log.add(result.job.id, w, own.index(mid), mid, result.compute_end, result.at, used)
 
     def _update(self, t: int) -> None:
         """Step the learner with the iteration's results; for a sequential scheme, with the results of the job due
@@ -245,12 +247,12 @@ class SynchronousMaster:
             self.rec.failed[t, w] = True
         if job is None:
             return
-        self.rec.failed[job.job, w] = True
+        self.rec.failed[job.id, w] = True
         if w in self.cluster.dead:
-            if job.job == t:
+            if job.id == t:
                 self._never(t, w)
-        elif job.job == t or self.finish_stale:
-            self._hold(w, job.job, False)
+        elif job.id == t or self.finish_stale:
+            self._hold(w, job.id, False)
 
     def _finish(self, t: int, start: float, stop: float, reason: str) -> None:
         rec, cluster = self.rec, self.cluster
@@ -258,7 +260,7 @@ class SynchronousMaster:
         if not self.finish_stale:
             self.cluster.abandon(self.cluster.running((t,)))
             if self.sent_in:  # abandoned work computes nothing
-                self.sent_in = {job: sent for job, sent in self.sent_in.items() if job.job != t}
+                self.sent_in = {job: sent for job, sent in self.sent_in.items() if job.id != t}
             for w in list(self.held):
                 self.pending[w] = [(row, crash) for row, crash in self.pending[w] if row != t]
                 if not self.pending[w]:

@@ -4,6 +4,15 @@ Every distribution samples with a numpy Generator, so one seed gives one stream.
 Parameters are finite and each distribution's mean is at most MAX_SECONDS (a
 Pareto without a mean, shape <= 1, bounds its median instead and needs shape >=
 0.1), so no draw overflows to infinity.
+
+What calibration needs of a distribution (gcbench/twin/fit.py) each one knows of
+itself, or declares that it cannot: ``scaled(ratio)``, the distribution of ratio
+times a draw (every one); ``frozen()``, its quantiles, CDF and mean (where
+``freezable``); ``fit(x, censored)``, its maximum-likelihood parameters from
+seconds of which some are lower bounds (where ``fittable``).
+tests/test_distribution_conformance.py holds every registered one to these.
+scipy is imported inside the methods that need it: `gcbench simulate` starts
+without it.
 """
 
 from __future__ import annotations
@@ -26,6 +35,23 @@ class _Bounded(Config):
     # one sample after another from the generator, in C order: rows drawn a block at a time from one generator
     # are the rows of one draw of them all (tests/test_draw_blocks.py holds every distribution to it)
     blockwise: ClassVar[bool] = True
+    fittable: ClassVar[bool] = False  # calibration may choose it: ``fit`` gives its parameters from measurements
+    freezable: ClassVar[bool] = True  # ``frozen`` gives its quantiles, CDF and mean
+    resamples: ClassVar[bool] = False  # it replays measurements rather than generalising beyond them
+
+    def scaled(self, ratio: float) -> _Bounded:
+        """The distribution of ``ratio`` times a draw of this one."""
+        raise NotImplementedError
+
+    def frozen(self):
+        """Its quantiles (``ppf``), CDF (``cdf``) and ``mean()``, as a scipy frozen distribution does."""
+        raise NotImplementedError(f"a {self.distribution} distribution cannot be evaluated")
+
+    @classmethod
+    def fit(cls, x: np.ndarray, censored: np.ndarray) -> dict:
+        """Maximum-likelihood parameters from seconds ``x`` (``censored[i]``: x[i] is a lower bound), as a scenario
+        dict; ValueError where these samples cannot give them."""
+        raise NotImplementedError(f"{cls.__name__} cannot be fitted")
 
     def typical(self) -> tuple[str, float]:
         return "mean", self.mean()
@@ -54,6 +80,12 @@ class Deterministic(_Bounded):
     def mean(self) -> float:
         return self.value
 
+    def scaled(self, ratio: float) -> Deterministic:
+        return self.model_copy(update={"value": self.value * ratio})
+
+    def frozen(self):
+        return Resampled(np.array([self.value]))
+
 
 @DISTRIBUTIONS.register
 class Exponential(_Bounded):
@@ -62,11 +94,25 @@ class Exponential(_Bounded):
     distribution: Literal["exponential"]
     rate: PositiveFloat
 
+    fittable: ClassVar[bool] = True
+
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
         return rng.exponential(1.0 / self.rate, size)
 
     def mean(self) -> float:
         return _ratio(1.0, self.rate)
+
+    def scaled(self, ratio: float) -> Exponential:
+        return self.model_copy(update={"rate": self.rate / ratio})
+
+    def frozen(self):
+        from scipy import stats
+
+        return stats.expon(scale=1 / self.rate)
+
+    @classmethod
+    def fit(cls, x: np.ndarray, censored: np.ndarray) -> dict:
+        return {"distribution": "exponential", "rate": float(_events(censored) / x.sum())}
 
 
 @DISTRIBUTIONS.register
@@ -82,8 +128,27 @@ class ShiftedExponential(_Bounded):
         times += self.shift  # (in place: the same sums as shift + times, without a second array)
         return times
 
+    fittable: ClassVar[bool] = True
+
     def mean(self) -> float:
         return self.shift + _ratio(1.0, self.rate)
+
+    def scaled(self, ratio: float) -> ShiftedExponential:
+        return self.model_copy(update={"shift": self.shift * ratio, "rate": self.rate / ratio})
+
+    def frozen(self):
+        from scipy import stats
+
+        return stats.expon(loc=self.shift, scale=1 / self.rate)
+
+    @classmethod
+    def fit(cls, x: np.ndarray, censored: np.ndarray) -> dict:
+        events = _events(censored)
+        shift = float(x[~censored].min())  # the likelihood grows with the shift up to the smallest complete sample
+        excess = np.maximum(x - shift, 0.0).sum()
+        if excess <= 0:
+            raise ValueError("no spread above the shift")
+        return {"distribution": "shifted_exponential", "shift": shift, "rate": float((events - 1) / excess)}
 
 
 @DISTRIBUTIONS.register
@@ -104,6 +169,17 @@ class Pareto(_Bounded):
         """The mean, or the median 2^(1/shape) x scale when there is no mean."""
         return ("mean", self.mean()) if self.shape > 1 else ("median", _product(self.scale, 2.0 ** (1.0 / self.shape)))
 
+    def scaled(self, ratio: float) -> Pareto:
+        return self.model_copy(update={"scale": self.scale * ratio})
+
+    def frozen(self):
+        from scipy import stats
+
+        return stats.pareto(self.shape, scale=self.scale)  # (Pareto I: numpy's Lomax plus one, times the scale)
+
+    # not fittable: a tail index fitted to a few hundred jobs is mostly noise, and calibration judges a fit at the
+    # order statistics a policy reads, where the lognormal and the Weibull already bend as far
+
 
 @DISTRIBUTIONS.register
 class LogNormal(_Bounded):
@@ -113,11 +189,29 @@ class LogNormal(_Bounded):
     mu: float
     sigma: PositiveFloat
 
+    fittable: ClassVar[bool] = True
+
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
         return rng.lognormal(self.mu, self.sigma, size)
 
     def mean(self) -> float:
         return _exp(self.mu + self.sigma**2 / 2)
+
+    def scaled(self, ratio: float) -> LogNormal:
+        return self.model_copy(update={"mu": self.mu + float(np.log(ratio))})
+
+    def frozen(self):
+        from scipy import stats
+
+        return stats.lognorm(self.sigma, scale=np.exp(self.mu))
+
+    @classmethod
+    def fit(cls, x: np.ndarray, censored: np.ndarray) -> dict:
+        from scipy import stats
+
+        _events(censored)
+        sigma, _, scale = stats.lognorm.fit(_censored_data(x, censored), floc=0)
+        return {"distribution": "lognormal", "mu": float(np.log(scale)), "sigma": float(sigma)}
 
 
 @DISTRIBUTIONS.register
@@ -128,11 +222,29 @@ class Weibull(_Bounded):
     shape: PositiveFloat
     scale: PositiveFloat
 
+    fittable: ClassVar[bool] = True
+
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
         return self.scale * rng.weibull(self.shape, size)
 
     def mean(self) -> float:
         return _product(self.scale, _exp(math.lgamma(1.0 + 1.0 / self.shape)))
+
+    def scaled(self, ratio: float) -> Weibull:
+        return self.model_copy(update={"scale": self.scale * ratio})
+
+    def frozen(self):
+        from scipy import stats
+
+        return stats.weibull_min(self.shape, scale=self.scale)
+
+    @classmethod
+    def fit(cls, x: np.ndarray, censored: np.ndarray) -> dict:
+        from scipy import stats
+
+        _events(censored)
+        shape, _, scale = stats.weibull_min.fit(_censored_data(x, censored), floc=0)
+        return {"distribution": "weibull", "shape": float(shape), "scale": float(scale)}
 
 
 @DISTRIBUTIONS.register
@@ -142,11 +254,61 @@ class Empirical(_Bounded):
     distribution: Literal["empirical"]
     samples: list[Seconds] = Field(min_length=1)
 
+    fittable: ClassVar[bool] = True
+    resamples: ClassVar[bool] = True
+    KEPT: ClassVar[int] = 200  # quantiles a fit keeps (the scenario file stays readable)
+
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
         return rng.choice(np.asarray(self.samples, dtype=float), size=size)
 
     def mean(self) -> float:
         return float(np.mean(self.samples))
+
+    def scaled(self, ratio: float) -> Empirical:
+        return self.model_copy(update={"samples": [v * ratio for v in self.samples]})
+
+    def frozen(self):
+        return Resampled(np.asarray(self.samples, dtype=float))
+
+    @classmethod
+    def fit(cls, x: np.ndarray, censored: np.ndarray) -> dict:
+        """The measurements themselves (``KEPT`` of their quantiles where there are more); never censored ones,
+        which resampling would replay as if complete."""
+        if censored.any():
+            raise ValueError("resampling cannot replay censored measurements")
+        probabilities = (np.arange(cls.KEPT) + 0.5) / cls.KEPT
+        values = np.quantile(x, probabilities) if len(x) > cls.KEPT else np.sort(x)
+        return {"distribution": "empirical", "samples": [float(v) for v in values]}
+
+
+class Resampled:
+    """The quantiles (numpy's inverted CDF), CDF and mean of resampling ``samples``."""
+
+    def __init__(self, samples: np.ndarray) -> None:
+        self.samples = np.sort(samples)
+
+    def ppf(self, p):
+        return np.quantile(self.samples, p, method="inverted_cdf")
+
+    def cdf(self, x):
+        return np.searchsorted(self.samples, x, side="right") / len(self.samples)
+
+    def mean(self) -> float:
+        return float(self.samples.mean())
+
+
+def _events(censored: np.ndarray) -> int:
+    """The complete samples, at least two (ValueError otherwise)."""
+    events = int(np.count_nonzero(~censored))
+    if events < 2:
+        raise ValueError("too few complete samples")
+    return events
+
+
+def _censored_data(x: np.ndarray, censored: np.ndarray):
+    from scipy import stats
+
+    return stats.CensoredData.right_censored(x, censored) if censored.any() else x
 
 
 def _ratio(a: float, b: float) -> float:
@@ -194,8 +356,18 @@ class Mixture(Config):
             out = np.where(which == i, draws, out)
         return out
 
+    fittable: ClassVar[bool] = False  # (a mixture is a modelling choice: calibration fits one family per part)
+    freezable: ClassVar[bool] = False  # (its quantiles have no closed form: calibration never reads them)
+
     def mean(self) -> float:
         return float(sum(p * c.of.mean() for p, c in zip(self._probabilities(), self.components, strict=True)))
+
+    def scaled(self, ratio: float) -> Mixture:
+        return self.model_copy(update={"components": [c.model_copy(update={"of": c.of.scaled(ratio)})
+                                                      for c in self.components]})  # fmt: skip
+
+    def frozen(self):
+        raise NotImplementedError("a mixture distribution cannot be evaluated")
 
     @model_validator(mode="after")
     def _finite_weights(self) -> Mixture:

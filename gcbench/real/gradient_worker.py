@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from gcbench.coding import make_scheme
-from gcbench.compression import Sender, compressor_from
+from gcbench.compression import MessageCompressor, compressor_from
 from gcbench.real.job_worker import JobWorker
 from gcbench.real.threads import limit_process_threads
 from gcbench.training.batches import PartitionSampler
@@ -49,7 +49,9 @@ class GradientWorker(JobWorker):
         self.said_lost = False
         # the variant's compressor, with this process's error-feedback memory (a restarted one starts empty)
         compression = setup.get("compression")
-        self.sender = None if compression is None else Sender(compressor_from(compression), setup["seed"], worker)
+        self.sender = (
+            None if compression is None else MessageCompressor(compressor_from(compression), setup["seed"], worker)
+        )
         self.said_memory_lost = False
 
     def receive(self, shards: dict[int, tuple]) -> None:

@@ -11,7 +11,7 @@ from gcbench.errors import GcbenchError
 from gcbench.scenario import load_scenario
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.loading import with_overrides
-from gcbench.scenario.overrides import parse_seeds, parse_sets
+from gcbench.scenario.overrides import command_line, parse_sets
 from gcbench.scenario.schema import Scenario
 
 
@@ -29,14 +29,10 @@ def real_scenario(
     if len(points) > 1:
         raise GcbenchError(f"{path}: real runs do not sweep; remove 'sweep' or simulate it with --sim.")
     scenario = points[0].scenario
-    changes: dict[str, Any] = {f"training.{key}": value for key, value in training.items() if value is not None}
-    if iterations is not None:
-        changes["iterations"] = iterations
+    changes = command_line(None, seeds, iterations, **{f"training.{key}": value for key, value in training.items()})
     if variants is not None:
         chosen = select_variants(scenario, variants)
         changes["variants"] = [scenario.variants[i].model_dump(mode="json") for i in chosen]
-    if seeds is not None:
-        changes["seeds"] = parse_seeds(seeds)
     scenario = with_overrides(scenario, path, changes) if changes else scenario
     check_real(scenario, path)
     return scenario

@@ -18,7 +18,7 @@ import torch
 
 from gcbench.cluster import cluster_class
 from gcbench.errors import GcbenchError
-from gcbench.master import AsynchronousMaster, SynchronousMaster, decoding_quality
+from gcbench.master import SynchronousMaster, decoding_quality, master_for
 from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
 from gcbench.real.clock import WallClock
 from gcbench.real.threads import EVALUATION_THREADS, compute_threads, master_threads
@@ -80,7 +80,6 @@ class VariantRun:
             )
         self.rec = RunRecorder(scenario.iterations, self.scheme.n)
         self.draws = draw_run(scenario, self.scheme, seed)  # the simulator's streams
-        self.rec.straggling[:], self.rec.injected[:] = self.draws.straggling, self.draws.injected
         if self.state:
             restore(self.rec, self.state["rows"], self.state["workers"])
             if "messages" in self.state:
@@ -146,13 +145,8 @@ class VariantRun:
             self.rng = self.state["torch_rng"]
             self.clock.continue_from(float(self.rec.end[self.next_iteration - 1]) if self.next_iteration else 0.0)
             self.state = None  # its rows live on in the recorder
-        crash = self.draws.crash
-        if self.variant.policy.synchronous:
-            self.master = SynchronousMaster(self.cluster, self.scheme, self.variant, crash, scenario.stale_work,
-                                            self.rec, self.learner)  # fmt: skip
-        else:
-            self.master = AsynchronousMaster(self.cluster, self.variant, crash, self.rec, self.learner,
-                                             self.draws.straggling, self.draws.injected)  # fmt: skip
+        self.master = master_for(self.cluster, scenario, self.variant, self.scheme, self.draws, self.rec,
+                                 self.learner, first=self.next_iteration)  # fmt: skip
         return self.master
 
     def _record(self, t: int, on_iteration: OnIteration | None) -> None:

@@ -1,7 +1,7 @@
-"""Command-line overrides of a scenario: ``--seeds 0,1,2`` and ``--set path=value``.
+"""Command-line overrides of a scenario: ``--set path=value``, ``--seeds 0,1,2`` and ``--iterations N``.
 
-Shared by `gcbench simulate` and `gcbench run`; the values are validated later,
-with the file, exactly as if the file had said them.
+Written once for `gcbench simulate`, `gcbench run` and `gcbench recommend` (``command_line``); the values are
+validated later, with the file, exactly as if the file had said them.
 """
 
 from __future__ import annotations
@@ -33,4 +33,17 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
         if not equals or not path.strip():
             raise GcbenchError(f"--set {item}: write it as path=value, e.g. --set straggling.probability=0.2.")
         overrides[path.strip()] = parse_yaml(text, f"--set {item}") if text.strip() else None
+    return overrides
+
+
+def command_line(sets: list[str] | None = None, seeds: str | None = None, iterations: int | None = None,
+                 **fields: Any) -> dict[str, Any]:  # fmt: skip
+    """The overrides a command's options make: each ``--set``, then ``--seeds`` and ``--iterations`` where given,
+    then any other ``fields`` (a dotted path each) that are not None."""
+    overrides = parse_sets(sets or [])
+    if seeds is not None:
+        overrides["seeds"] = parse_seeds(seeds)
+    if iterations is not None:
+        overrides["iterations"] = iterations
+    overrides.update({path: value for path, value in fields.items() if value is not None})
     return overrides

@@ -1,7 +1,5 @@
 """Asynchronous policies in the simulator: the one master (gcbench/master/asynchronous.py) on the SimPy cluster.
-
-The heap-calendar engine that ran them before is kept only as a test reference (tests/calendar_reference.py).
-"""
+tests/calendar_reference.py is an independent heap-calendar implementation the tests hold it equal to."""
 
 from __future__ import annotations
 

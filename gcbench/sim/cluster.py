@@ -314,7 +314,7 @@ class SimPyCluster(Cluster):
 
     def _reach_job_link(self, event: Due) -> None:
         """A message reaches its iteration's link, made when the first of them reaches it."""
-        key = event._value[0].job
+        key = event._value[0].id
         link = self.links.get(key)
         if link is None:
             link = self.links[key] = self.link_class(

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gcbench.cluster import Cluster
 from gcbench.coding import Scheme
-from gcbench.master import AsynchronousMaster, Learner, SynchronousMaster, decoding_quality
+from gcbench.master import decoding_quality, master_for
 from gcbench.results.recorder import RunRecorder
 from gcbench.results.rows import chunks
 from gcbench.results.sparse import SparseRecorder
@@ -52,21 +51,3 @@ def draws_for(scenario: Scenario, variant: Variant, scheme: Scheme, seed: int) -
     if variant.policy.synchronous:
         return draw_run(scenario, scheme, seed)
     return DrawnRows(scenario, scheme, seed)
-
-
-def master_for(
-    cluster: Cluster,
-    scenario: Scenario,
-    variant: Variant,
-    scheme: Scheme,
-    draws: RunDraws | DrawnRows,
-    rec: RunRecorder,
-    learner: Learner | None = None,
-) -> SynchronousMaster | AsynchronousMaster:
-    """The variant's master on this cluster, recording into ``rec`` (the draws' straggling and injected delay)."""
-    if variant.policy.synchronous:
-        rec.straggling[:], rec.injected[:] = draws.straggling, draws.injected
-        return SynchronousMaster(cluster, scheme, variant, draws.crash, scenario.stale_work, rec, learner)
-    return AsynchronousMaster(
-        cluster, variant, draws.crash, rec, learner, straggling=draws.straggling, injected=draws.injected
-    )

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gcbench.cluster import Failure, Job, Result
-from gcbench.compression import Sender
-from gcbench.master import decoding_quality
+from gcbench.compression import MessageCompressor
+from gcbench.master import decoding_quality, master_for
 from gcbench.results.recorder import RunRecorder
 from gcbench.scenario.draws import draw_run
 from gcbench.sim.cluster import SimPyCluster
-from gcbench.sim.event import draws_for, master_for
+from gcbench.sim.event import draws_for
 from gcbench.training.batches import PartitionSampler
 from gcbench.training.cache import PartitionCache
 from gcbench.training.data import Dataset, load_data
@@ -59,7 +59,7 @@ class TrainingCluster(SimPyCluster):
         # ``compressor``: the variant's (Variant.sent_compressed; None: uncompressed); per worker, its compressing
         # end, error-feedback memory included
         self.compressor = compressor
-        self.senders = None if compressor is None else [Sender(compressor, seed, w) for w in range(scheme.n)]
+        self.senders = None if compressor is None else [MessageCompressor(compressor, seed, w) for w in range(scheme.n)]
         self.scheme, self.training, self.seed, self.synchronous = scheme, scenario.training, seed, link_per_job
         self.version = -1  # of the weights published last
         self.published: dict[int, np.ndarray] = {}  # version -> weights, while a job may still compute on them
@@ -120,7 +120,7 @@ class TrainingCluster(SimPyCluster):
             if self.caches is not None:
                 self.caches[event.worker].clear()
             if self.senders is not None:
-                self.senders[event.worker] = Sender(self.compressor, self.seed, event.worker)
+                self.senders[event.worker] = MessageCompressor(self.compressor, self.seed, event.worker)
         return event
 
     def _compute(self, result: Result, version: int, batch: int) -> None:

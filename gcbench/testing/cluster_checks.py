@@ -92,8 +92,8 @@ def check_results_delivered_with_timings(name: str) -> None:
         start = cluster.now
         jobs = [cluster.submit(w, w, 0, False) for w in range(WORKERS)] + [cluster.submit(0, WORKERS, 1, False)]
         results = results_until(cluster, start + HORIZON * unit)
-        by_job = {result.job.job: result for result in results}
-        assert sorted(by_job) == [job.job for job in jobs] and len(results) == len(jobs), f"results {results}"
+        by_job = {result.job.id: result for result in results}
+        assert sorted(by_job) == [job.id for job in jobs] and len(results) == len(jobs), f"results {results}"
         for result in results:
             assert result.job.sent <= result.compute_start <= result.compute_end <= result.at, f"order: {result}"
             assert close(result.compute_end - result.compute_start, unit, tol), f"compute time: {result}"
@@ -149,9 +149,9 @@ def check_abandon_honoured(name: str) -> None:
         cluster.abandon([running, queued])
         cluster.submit(0, 2, 2, False)
         results = results_until(cluster, abandoned_at + HORIZON * unit)
-        used = [result.job.job for result in results if not result.abandoned]
+        used = [result.job.id for result in results if not result.abandoned]
         assert used == [2], f"only the job after the abandon may report unabandoned; got {results}"
-        after = next(result for result in results if result.job.job == 2)
+        after = next(result for result in results if result.job.id == 2)
         assert close(after.compute_start, abandoned_at, tol), f"the worker was not free at once: {after}"
         assert not cluster.in_flight((0, 1, 2)), "abandoned jobs still in flight after their results"
 
@@ -205,8 +205,8 @@ def check_drain_returns_late_work(name: str) -> None:
         # room for a stall (a loaded machine once delivered job 2 0.07 s after job 0, the first 0.13 s late)
         soon = cluster.drain(0.75 * unit)
         late = cluster.drain(HORIZON * unit)
-        taken = [first.job.job] + [event.job.job for event in soon]
-        assert sorted(taken) == [0, 2] and [event.job.job for event in late] == [1], f"drained {soon}, then {late}"
+        taken = [first.job.id] + [event.job.id for event in soon]
+        assert sorted(taken) == [0, 2] and [event.job.id for event in late] == [1], f"drained {soon}, then {late}"
         assert not cluster.in_flight((0, 1, 2)), "work still in flight after draining it"
 
 

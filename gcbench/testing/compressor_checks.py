@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from gcbench.compression import COMPRESSORS, Compressor, Key, Sender
+from gcbench.compression import COMPRESSORS, Compressor, Key, MessageCompressor
 
 LENGTHS = (1, 2, 7, 64, 1001, 4096)
 DRAWS = 400  # keys per statistical check
@@ -96,7 +96,7 @@ def check_memory_carries_the_residual(compressor: Compressor, length: int = 513,
     """With error feedback, what was sent plus what is remembered is what was given: sum_t decompress(p_t) +
     residual_T = sum_t x_t (up to float32 rounding), and each payload compresses its message plus the last
     residual. Without it, a sender keeps no residual."""
-    sender = Sender(compressor, seed=0, worker=1)
+    sender = MessageCompressor(compressor, seed=0, worker=1)
     xs = [vector(length, seed) for seed in range(messages)]
     sent = [compressor.decompress(sender.compress(0, x, iteration)) for iteration, x in enumerate(xs)]
     if not compressor.feedback:
@@ -107,7 +107,7 @@ def check_memory_carries_the_residual(compressor: Compressor, length: int = 513,
     assert np.linalg.norm(
         np.sum(sent, axis=0, dtype=np.float64) + residual - total
     ) <= 1e-5 * messages * np.linalg.norm(total)
-    fresh = Sender(compressor, seed=0, worker=1)
+    fresh = MessageCompressor(compressor, seed=0, worker=1)
     assert relative(compressor.decompress(fresh.compress(0, xs[0], 0)), sent[0]) == 0.0
 
 

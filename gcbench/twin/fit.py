@@ -1,6 +1,9 @@
 """Fit a measured part (a sample of seconds, some right-censored) with a registered distribution, chosen by how
 well it predicts the order statistics the policies read (docs/calibration.md, "Fit").
 
+The candidates are the registered distributions that declare themselves fittable, each fitting, scaling and
+evaluating itself (gcbench/models/distributions.py); nothing here switches on a distribution's name.
+
 Each candidate family is fitted by maximum likelihood, censored jobs counting as "at least this long" (closed
 forms for the exponentials; scipy's censored fit for the lognormal and the Weibull). A family is judged by 2-fold
 cross-validation over the iterations: fitted on one half, its quantiles at the order statistics' median ranks
@@ -18,11 +21,12 @@ import numpy as np
 from scipy import stats
 
 from gcbench.errors import GcbenchError
+from gcbench.models.distributions import DISTRIBUTIONS
 
-FAMILIES = ("shifted_exponential", "exponential", "lognormal", "weibull", "empirical")
-EMPIRICAL_SAMPLES = 200  # quantiles an empirical fit keeps (the scenario file stays readable)
+# the registered distributions that fit themselves, in the order they are tried (a tie goes to the first)
+FAMILIES = tuple(name for name in DISTRIBUTIONS.names() if getattr(DISTRIBUTIONS.get(name), "fittable", False))
 MIN_SAMPLES = 8
-EMPIRICAL_MARGIN = 0.8  # empirical is chosen only with a score below this fraction of the best family's
+EMPIRICAL_MARGIN = 0.8  # a resampling fit is chosen only with a score below this fraction of the best family's
 
 
 @dataclass(frozen=True)
@@ -67,9 +71,7 @@ def fit_part(samples, censored=None, n: int = 1, families=FAMILIES, what: str = 
     halves = np.arange(len(x)) % 2 == 0
     scores = {}
     for family in families:
-        if family == "empirical" and c.any():
-            continue
-        try:
+        try:  # (a family that cannot take these samples, empirical with censored ones say, says so by ValueError)
             errors = [
                 _error(fitted(family, x[train], c[train]), x[~train], c[~train], ranks) for train in (halves, ~halves)
             ]
@@ -79,8 +81,8 @@ def fit_part(samples, censored=None, n: int = 1, families=FAMILIES, what: str = 
     if not scores:
         raise GcbenchError(f"no distribution could be fitted to the measurements of {what}.")
     best = min(scores, key=scores.get)
-    parametric = {name: score for name, score in scores.items() if name != "empirical"}
-    if best == "empirical" and parametric and scores["empirical"] > EMPIRICAL_MARGIN * min(parametric.values()):
+    parametric = {name: score for name, score in scores.items() if not DISTRIBUTIONS.get(name).resamples}
+    if best not in parametric and parametric and scores[best] > EMPIRICAL_MARGIN * min(parametric.values()):
         best = min(parametric, key=parametric.get)  # resampling wins only where no family comes close
     distribution = fitted(best, x, c)
     return Fit(distribution, scores[best], scores, len(x), int(c.sum()), _ks(distribution, x, c), _mean(x, c))
@@ -97,83 +99,28 @@ def order_statistic_ranks(n: int) -> np.ndarray:
 
 def fitted(family: str, x: np.ndarray, c: np.ndarray) -> dict:
     """Maximum-likelihood parameters of ``family`` (censored samples as lower bounds), as a scenario dict."""
-    events = np.count_nonzero(~c)
-    if events < 2:
-        raise ValueError("too few complete samples")
-    if family == "exponential":
-        return {"distribution": "exponential", "rate": float(events / x.sum())}
-    if family == "shifted_exponential":
-        shift = float(x[~c].min())  # the likelihood grows with the shift up to the smallest complete sample
-        excess = np.maximum(x - shift, 0.0).sum()
-        if excess <= 0:
-            raise ValueError("no spread above the shift")
-        return {"distribution": "shifted_exponential", "shift": shift, "rate": float((events - 1) / excess)}
-    if family == "empirical":
-        probabilities = (np.arange(EMPIRICAL_SAMPLES) + 0.5) / EMPIRICAL_SAMPLES
-        values = np.quantile(x, probabilities) if len(x) > EMPIRICAL_SAMPLES else np.sort(x)
-        return {"distribution": "empirical", "samples": [float(v) for v in values]}
-    data = stats.CensoredData.right_censored(x, c) if c.any() else x
-    if family == "lognormal":
-        sigma, _, scale = stats.lognorm.fit(data, floc=0)
-        return {"distribution": "lognormal", "mu": float(np.log(scale)), "sigma": float(sigma)}
-    if family == "weibull":
-        shape, _, scale = stats.weibull_min.fit(data, floc=0)
-        return {"distribution": "weibull", "shape": float(shape), "scale": float(scale)}
-    raise ValueError(f"unknown family {family}")
+    cls = DISTRIBUTIONS.get(family)
+    if not getattr(cls, "fittable", False):
+        raise ValueError(f"a {family} distribution cannot be fitted")
+    return cls.fit(x, c)
+
+
+def model_of(distribution: dict):
+    """The registered distribution a scenario dict describes."""
+    return DISTRIBUTIONS.get(distribution["distribution"]).model_validate(distribution)
 
 
 def scaled(distribution: dict, ratio: float) -> dict:
-    """The distribution of ``ratio`` times a draw of ``distribution`` (every registered family scales)."""
-    d, name = {k: v for k, v in distribution.items() if v is not None}, distribution["distribution"]
-    if name == "exponential":
-        return {**d, "rate": d["rate"] / ratio}
-    if name == "shifted_exponential":
-        return {**d, "shift": d["shift"] * ratio, "rate": d["rate"] / ratio}
-    if name == "lognormal":
-        return {**d, "mu": d["mu"] + float(np.log(ratio))}
-    if name in ("weibull", "pareto"):
-        return {**d, "scale": d["scale"] * ratio}
-    if name == "empirical":
-        return {**d, "samples": [v * ratio for v in d["samples"]]}
-    if name == "deterministic":
-        return {**d, "value": d["value"] * ratio}
-    if name == "mixture":
-        return {**d, "components": [{**c, "of": scaled(c["of"], ratio)} for c in d["components"]]}
-    raise ValueError(f"cannot scale a {name} distribution")
+    """The distribution of ``ratio`` times a draw of ``distribution`` (every registered one scales)."""
+    return model_of(distribution).scaled(ratio).model_dump(mode="json", exclude_none=True)
 
 
 def frozen(distribution: dict):
-    """The scipy distribution of a scenario dict (for quantiles and CDFs)."""
-    name = distribution["distribution"]
-    if name == "exponential":
-        return stats.expon(scale=1 / distribution["rate"])
-    if name == "shifted_exponential":
-        return stats.expon(loc=distribution["shift"], scale=1 / distribution["rate"])
-    if name == "lognormal":
-        return stats.lognorm(distribution["sigma"], scale=np.exp(distribution["mu"]))
-    if name == "weibull":
-        return stats.weibull_min(distribution["shape"], scale=distribution["scale"])
-    if name == "empirical":
-        return _Empirical(np.asarray(distribution["samples"], dtype=float))
-    if name == "deterministic":
-        return _Empirical(np.array([distribution["value"]]))
-    raise ValueError(f"cannot evaluate a {name} distribution")
-
-
-class _Empirical:
-    """The quantiles, CDF and mean of resampling ``samples`` (as numpy's inverted-CDF quantiles)."""
-
-    def __init__(self, samples: np.ndarray) -> None:
-        self.samples = np.sort(samples)
-
-    def ppf(self, p):
-        return np.quantile(self.samples, p, method="inverted_cdf")
-
-    def cdf(self, x):
-        return np.searchsorted(self.samples, x, side="right") / len(self.samples)
-
-    def mean(self) -> float:
-        return float(self.samples.mean())
+    """The quantiles, CDF and mean of a scenario dict's distribution (ValueError where it cannot give them)."""
+    model = model_of(distribution)
+    if not getattr(model, "freezable", True):
+        raise ValueError(f"cannot evaluate a {distribution['distribution']} distribution")
+    return model.frozen()
 
 
 def measured_quantiles(x: np.ndarray, c: np.ndarray, p: np.ndarray) -> np.ndarray:

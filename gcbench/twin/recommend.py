@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -238,3 +240,53 @@ def _reason(candidate: Candidate, row: dict, n: int, chronic: dict[int, float]) 
     if candidate.m > 1:
         parts.append(f"uploads 1/{candidate.m} of a gradient per message")
     return "; ".join(parts)
+
+
+def cluster_of(source: Path, overrides: dict[str, Any]) -> tuple[Scenario, str]:
+    """The scenario to weigh candidates on: the file's, or a real run's calibrated one, with the command line's
+    ``overrides``; and where it came from, in words."""
+    from gcbench.scenario.loading import load_scenario, read_yaml
+
+    overrides = dict(overrides)
+    if source.is_dir():
+        from gcbench.scenario.loading import with_overrides
+        from gcbench.twin.calibrate import calibrate
+        from gcbench.twin.measured import read_measured
+
+        scenario = calibrate([read_measured(source)]).scenario
+        if overrides:
+            scenario = with_overrides(scenario, source, overrides)
+        return scenario, f"{source} (calibrated)"
+    if not source.exists():
+        raise GcbenchError(f"{source}: no such scenario file or results directory.")
+    sweep = read_yaml(source).get("sweep")
+    if isinstance(sweep, dict) and set(sweep) & set(overrides):  # a field the command line fixes is not swept
+        overrides["sweep"] = {path: values for path, values in sweep.items() if path not in overrides}
+    points = load_scenario(source, overrides)
+    if len(points) > 1:
+        raise GcbenchError(
+            f"{source}: sweeps {', '.join(points[0].values)} over {len(points)} points, and recommend weighs "
+            "candidates on one cluster; fix the swept fields with --set PATH=VALUE."
+        )
+    return points[0].scenario, str(source)
+
+
+def write_recommendation(table: pd.DataFrame, basis: dict, origin: str, scenario: Scenario, top: int,
+                         out: Path) -> list[Path]:  # fmt: skip
+    """recommend.json (the basis, the top ``top`` per kind and every row), recommend.csv and the figure of every
+    candidate's prediction, in ``out``; the paths written."""
+    import json
+
+    from gcbench.plot import style
+    from gcbench.plot.make import save_figure
+    from gcbench.plot.recommend import candidates_figure
+
+    records = json.loads(table.to_json(orient="records"))  # NaN and inf as null
+    document = {"source": origin, "scenario": scenario.model_dump(mode="json"), **basis,
+                "top": [r for r in records if r["rank"] <= top], "ranked": records}  # fmt: skip
+    path = out / "recommend.json"
+    path.write_text(json.dumps(document, indent=1) + "\n")
+    table.to_csv(out / "recommend.csv", index=False, float_format="%.6g")
+    style.apply()
+    figure = save_figure(candidates_figure(table, top), out / "recommend", ("png", "pdf"), "")
+    return [path, out / "recommend.csv", *figure.files]

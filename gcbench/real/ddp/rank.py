@@ -56,7 +56,7 @@ def _train(rank: int, world: int, rendezvous, inbox: queue.Queue, sender, timeou
         return  # stopped before it began
     if setup.get("nccl_hostid"):  # ranks sharing a GPU: NCCL takes each for a host of its own (run.rank_devices)
         os.environ["NCCL_HOSTID"] = f"gcbench-rank-{rank}"
-    _join_group(rendezvous, rank, world, setup["backend"], timeout)
+    _join_group(rendezvous, rank, world, setup["process_group"], timeout)
     trainer = RankTrainer(rank, world, setup)
     sender.send({"kind": "ready", "pid": os.getpid()})
     while (message := inbox.get())["kind"] == "run":
@@ -66,10 +66,10 @@ def _train(rank: int, world: int, rendezvous, inbox: queue.Queue, sender, timeou
             sender.send({"kind": "state", **trainer.state()})
 
 
-def _join_group(rendezvous, rank: int, world: int, backend: str, timeout: float) -> None:
+def _join_group(rendezvous, rank: int, world: int, process_group: str, timeout: float) -> None:
     store = dist.PrefixStore("ddp/", rendezvous)
     wait = datetime.timedelta(seconds=timeout)
-    dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=wait)
+    dist.init_process_group(process_group, store=store, rank=rank, world_size=world, timeout=wait)  # gloo or nccl
 
 
 class RankTrainer:
@@ -95,7 +95,7 @@ class RankTrainer:
         self.sampler = PartitionSampler(setup["samples"], world, self.training.batch_size, setup["seed"])
         self.straggling, self.straggles, self.overhead = setup["straggling"], setup["straggles"], setup["overhead"]
         warm_up_on_shard(self.model, setup["shard"], self.sampler, rank, self.device)  # (before DDP wraps it)
-        ids = [self.device.index] if self.device.type == "cuda" and setup["backend"] == "nccl" else None
+        ids = [self.device.index] if self.device.type == "cuda" and setup["process_group"] == "nccl" else None
         self.ddp = DistributedDataParallel(self.model, device_ids=ids)
         register_hook(self.ddp, setup["hook"], setup["powersgd_rank"])
         self.ready, self.backward_seconds = 0.0, 0.0

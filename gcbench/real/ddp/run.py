@@ -129,7 +129,7 @@ class DDPRun:
         self.rendezvous = rendezvous = channel.store(0, self.timeout)
         self.launcher = launcher = RankLauncher(self.n, rendezvous.port, self.timeout)
         self.sessions = [WorkerSession(r, 0, launcher, self.timeout) for r in range(self.n)]
-        device, backend, shared = rank_devices(self.scenario, self.n)
+        device, process_group, shared = rank_devices(self.scenario, self.n)
         shards = self._shards()
         for session in self.sessions:
             try:
@@ -139,8 +139,8 @@ class DDPRun:
                     f"rank {session.worker} of '{self.label}' did not join within {self.timeout:g} s "
                     "(training.timeout)."
                 ) from None
-            setup = self._setup(session.worker, device[session.worker], backend, shards[session.worker])
-            session.send({**setup, "nccl_hostid": backend == "nccl" and shared})
+            setup = self._setup(session.worker, device[session.worker], process_group, shards[session.worker])
+            session.send({**setup, "nccl_hostid": process_group == "nccl" and shared})
         for _ in range(self.n):
             self._take(("ready",))
         self.state = None  # sent: its rows live on in the recorder
@@ -154,11 +154,11 @@ class DDPRun:
         sampler = PartitionSampler(len(self.data.train_labels), self.n, training.batch_size, self.seed)
         return sampler.shard_data(self.data.train_images, self.data.train_labels)
 
-    def _setup(self, rank: int, device: str, backend: str, shard) -> dict[str, Any]:
+    def _setup(self, rank: int, device: str, process_group: str, shard) -> dict[str, Any]:
         state = self.state
         hook, rank_of_powersgd = self.variant.policy.hook_for(self.variant.compressor)  # (the scenario checked it)
         return {
-            "kind": "setup", "training": self.scenario.training, "device": device, "backend": backend,
+            "kind": "setup", "training": self.scenario.training, "device": device, "process_group": process_group,
             "classes": self.data.classes, "seed": self.seed, "samples": len(self.data.train_labels), "shard": shard,
             "straggling": self.scenario.straggling, "straggles": self.draws.straggling[:, rank].tolist(),
             "overhead": self.draws.overhead[:, rank].tolist(), "hook": hook,

@@ -160,12 +160,12 @@ class RayCluster(StreamedJobs, WallClockCluster):
             tasks = self.tasks.get(job)
             if tasks is None:
                 weights = self.published[version]
-                call = actor.compute.remote(job.job, weights, straggling, job.crash, batch, overhead, version)
+                call = actor.compute.remote(job.id, weights, straggling, job.crash, batch, overhead, version)
             else:  # M-SGC: each mini-task on its job's weights (top-level references: Ray resolves them)
                 weights = [self.published[task_job] for task_job, _ in tasks]
-                call = actor.compute_tasks.remote(job.job, straggling, job.crash, overhead, tasks, *weights)
+                call = actor.compute_tasks.remote(job.id, straggling, job.crash, overhead, tasks, *weights)
         else:
-            call = actor.compute.remote(job.job, self.busy[row][w], job.crash)
+            call = actor.compute.remote(job.id, self.busy[row][w], job.crash)
         self.jobs[call] = job
 
     def abandon(self, jobs: Iterable[Job]) -> None:
@@ -176,7 +176,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
                 queue.remove(job)
                 self._forget(job)
             elif not job.crash:
-                self.actors[job.worker].abandon.options(concurrency_group="control").remote(job.job)
+                self.actors[job.worker].abandon.options(concurrency_group="control").remote(job.id)
 
     # -- state ------------------------------------------------------------------------------------
     def _crash_sent(self, worker: int) -> bool:
@@ -185,7 +185,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
     def running(self, job_ids: Iterable[int]) -> list[Job]:
         ids = set(job_ids)
         jobs = [*self.jobs.values(), *(job for queue in [*self.queued, *self.held] for job in queue)]
-        return [job for job in jobs if job.job in ids and not job.crash]
+        return [job for job in jobs if job.id in ids and not job.crash]
 
     def pending(self) -> bool:
         return bool(self.jobs or self.pings or self.events)

@@ -158,7 +158,7 @@ class TorchCluster(WallClockCluster):
     def _dispatch(self, job: Job) -> None:
         w, row = job.worker, job.row
         session = self.sessions[w]
-        message, attachment = {"kind": "job", "job": job.job, "crash": job.crash}, None
+        message, attachment = {"kind": "job", "job": job.id, "crash": job.crash}, None
         if self.trains:
             if self.has_version[w] != self.version:
                 attachment = self._weights()  # (with the job: one message per worker and iteration)
@@ -189,7 +189,7 @@ class TorchCluster(WallClockCluster):
                 queue_.remove(job)
                 self._forget(job)
             elif not job.crash and job in self.sent[job.worker]:
-                self.sessions[job.worker].send({"kind": "abandon", "job": job.job})
+                self.sessions[job.worker].send({"kind": "abandon", "job": job.id})
 
     # -- state ------------------------------------------------------------------------------------
     def _crash_sent(self, worker: int) -> bool:
@@ -198,7 +198,7 @@ class TorchCluster(WallClockCluster):
     def running(self, job_ids: Iterable[int]) -> list[Job]:
         ids = set(job_ids)
         jobs = [job for w in range(self.n) for job in (*self.sent[w], *self.queued[w])]
-        return [job for job in jobs if job.job in ids and not job.crash]
+        return [job for job in jobs if job.id in ids and not job.crash]
 
     def pending(self) -> bool:
         return bool(any(self.sent) or self.reloading or self.events)
@@ -239,7 +239,7 @@ class TorchCluster(WallClockCluster):
         self.queued[w] = []
 
     def _replied(self, w: int, message: dict) -> None:
-        job = next((job for job in self.sent[w] if job.job == message["job"]), None)
+        job = next((job for job in self.sent[w] if job.id == message["job"]), None)
         if job is None:
             return  # a reply nobody waits for
         reply = message["reply"]

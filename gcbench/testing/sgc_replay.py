@@ -2,6 +2,17 @@
 Gradient Coding for Straggler Mitigation", ICLR 2023; repository mamaj/Sequential-Gradient-Coding-2), the
 comparison docs/coding.md, "Sequential gradient coding", describes.
 
+Why it is not gcbench's model of these schemes, and why it lives with the reference implementations: it
+reproduces the authors' table (benchmarks/sgc_reproduction.py), so it keeps their rules where gcbench's differ:
+their round-ending rule (a multiple of the round's fastest delay), their load model on a delay matrix measured at
+another load (``at_design_load``), their design names (``DESIGNS``) and their M-SGC load formula, which admits
+lam = n where gcbench's m_sgc does not (otherwise it equals the scheme's ``step_load x partition_share / n``,
+tests/test_multiplexed.py). gcbench's model is the coding package's schemes run by the master
+(gcbench/master/sequential.py); the round bookkeeping is shared (this replay steps the coding package's
+``SelectiveRepeatRounds`` and ``MultiplexedRounds``), and tests/test_sequential.py and tests/test_multiplexed.py
+hold the master to this replay where the rules coincide. The classes are named ``...Replay`` so that none
+shadows a scheme's.
+
 Every round each worker runs one task (a job's share, or for multiplexed SGC several mini-tasks) and reports a
 delay, read from a (workers x rounds) delay matrix (a delay profile at the design's load). The master waits
 (1 + mu) times the round's fastest delay: the workers slower than that are the round's stragglers, and if the
@@ -9,14 +20,14 @@ pattern they make fits the design's straggler model the round ends then (at the 
 and their results are lost; otherwise the master waits for every worker (a *wait*). A job is decoded a fixed delay
 T after its round. The total runtime of ``jobs`` jobs is the sum of the durations of the ``jobs + T`` rounds.
 
-- ``Uncoded``: every round waits for every worker (T = 0).
-- ``GradientCode(s)``: a round ends early when it has fewer than s stragglers (the repository's rule), or at most
+- ``UncodedReplay``: every round waits for every worker (T = 0).
+- ``GradientCodeReplay(s)``: a round ends early when it has fewer than s stragglers (the repository's rule), or at most
   s with ``tandon=True`` (Tandon et al.'s: any n - s results decode). Load (s + 1)/n, T = 0.
-- ``SelectiveRepeat(B, W, lam)`` (SR-SGC): s' = ceil(B lam / (W - 1 + B)), load (s' + 1)/n, T = B. Job t is
+- ``SelectiveRepeatReplay(B, W, lam)`` (SR-SGC): s' = ceil(B lam / (W - 1 + B)), load (s' + 1)/n, T = B. Job t is
   decodable from n - s' results for it received in rounds t and t + B; in round t + B the workers whose round-t
   result for job t is missing repeat that task, as many of them as exceed s' (the lowest-numbered), instead of
   starting job t + B. In the last B rounds a round whose job is already decodable is skipped (duration 0).
-- ``Multiplexed(B, W, lam)`` (M-SGC): W - 1 + B mini-tasks a round, mini-task m of round r serving job r - m:
+- ``MultiplexedReplay(B, W, lam)`` (M-SGC): W - 1 + B mini-tasks a round, mini-task m of round r serving job r - m:
   the first W - 1 uncoded ("D1"), the last B coded ("D2", one group each), a worker switching a D2 slot back to
   D1 work where its D1 mini-tasks for that job are not all in; T = W - 2 + B. Job t decodes when every worker
   has all W - 1 of its D1 mini-tasks and each D2 group has n - lam results.
@@ -58,7 +69,7 @@ def _finish(delays: np.ndarray, wait: float, fits: bool) -> float:
     return float(min(wait, delays.max())) if fits else float(delays.max())
 
 
-class Uncoded:
+class UncodedReplay:
     name = "uncoded"
     delay = 0
 
@@ -73,7 +84,7 @@ class Uncoded:
         return Replay(used.max(axis=0).astype(float), jobs)
 
 
-class GradientCode:
+class GradientCodeReplay:
     name = "gc"
     delay = 0
 
@@ -95,7 +106,7 @@ class GradientCode:
         return Replay(durations, waits)
 
 
-class SelectiveRepeat:
+class SelectiveRepeatReplay:
     name = "sr_sgc"
 
     def __init__(self, B: int, W: int, lam: int) -> None:
@@ -132,7 +143,7 @@ class SelectiveRepeat:
         return state.results_for(job, job + self.B) >= served.shape[0] - self.s
 
 
-class Multiplexed:
+class MultiplexedReplay:
     name = "m_sgc"
 
     def __init__(self, B: int, W: int, lam: int) -> None:
@@ -169,7 +180,7 @@ class Multiplexed:
         return state.decodes(job)
 
 
-class TandonGradientCode(GradientCode):
+class TandonGradientCodeReplay(GradientCodeReplay):
     """Gradient coding under Tandon et al.'s rule: a round with at most s stragglers ends early."""
 
     name = "gc_tandon"
@@ -178,8 +189,8 @@ class TandonGradientCode(GradientCode):
         super().__init__(s, tandon=True)
 
 
-DESIGNS = {"uncoded": Uncoded, "gc": GradientCode, "gc_tandon": TandonGradientCode, "sr_sgc": SelectiveRepeat,
-           "m_sgc": Multiplexed}  # fmt: skip
+DESIGNS = {"uncoded": UncodedReplay, "gc": GradientCodeReplay, "gc_tandon": TandonGradientCodeReplay,
+           "sr_sgc": SelectiveRepeatReplay, "m_sgc": MultiplexedReplay}  # fmt: skip
 
 
 def parameters(design: str, n: int, jobs: int, max_delay: int):
