@@ -1,4 +1,4 @@
-"""The public Python API of the coding library, as the README documents it."""
+"""The public Python API of the coding library, as docs/api.md documents it."""
 
 import numpy as np
 import pytest

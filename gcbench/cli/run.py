@@ -114,12 +114,12 @@ def run_real(
     force: bool = False,
 ) -> Path:
     """A new real run of the scenario file, or (``resume``) the rest of an interrupted one."""
-    from gcbench.real.run import new_run, resumed_run
+    from gcbench.real.run import complete_sentence, new_run, resumed_run
 
     if resume is not None:
         run = resumed_run(resume)
         if run.complete:
-            say_complete(console, run)
+            say(console, complete_sentence(run))
             return run.out
     else:
         run = new_run(path, backend, out, iterations, training, choose, force)
@@ -129,74 +129,20 @@ def run_real(
 
 
 def _train(run: RealRun, address: str | None, console: Console) -> Path:
-    """Train the session; on Ctrl-C or SIGTERM say what was kept and exit 130 or 143."""
+    """Train the session (gcbench/real/run.py's ``train``) and print how it ended; on Ctrl-C or SIGTERM, what was
+    kept, and exit 130 or 143."""
     from gcbench.cli.progress import RunProgress
-    from gcbench.real.run import open_session
-    from gcbench.real.session import EXIT_CODES, Terminated, sigterm_as_interrupt
+    from gcbench.real.run import train
 
-    guard, started = sigterm_as_interrupt(), []
-    try:
-        with guard:
-            display = lambda: RunProgress(console)  # noqa: E731 (made once the backend has started, as its clock)
-            resuming = lambda runs: say_resuming(console, run, runs)  # noqa: E731
-            session = open_session(run, address, display, guard, resuming, lambda line: say(console, line))
-            if session is None:
-                say_complete(console, run)
-                return run.out
-            started.append(session)
-            status = session.train()
-    except KeyboardInterrupt as interrupt:
-        how = "SIGTERM" if isinstance(interrupt, Terminated) or guard.terminated else "SIGINT"
-        message = (
-            interrupted(started[0].runs, run.out, how, run.scenario.training.checkpoint_every)
-            if started
-            else f"interrupted ({how}) before training began; nothing was written to {run.out}."
-        )
-        say(console, message)
-        raise SystemExit(EXIT_CODES[how]) from None
-    report(session, status, run.out, console)
+    outcome = train(run, address, lambda: RunProgress(console), lambda line: say(console, line))
+    if outcome.status == "interrupted":
+        say(console, outcome.message)
+        raise SystemExit(outcome.exit_code)
+    if outcome.status == "complete":
+        say(console, outcome.message)
+        return run.out
+    report(outcome.session, outcome.status, run.out, console)
     return run.out
-
-
-def say_complete(console: Console, run: RealRun) -> None:
-    say(console, f"{run.out}: the run is complete ({run.planned} of {run.planned} iterations); nothing to resume.")
-
-
-def say_resuming(console: Console, run: RealRun, runs: list) -> None:
-    say(console, f"resuming {run.out}:")
-    for each in runs:
-        say(console, f"  {describe(each)}: {continues(each)}")
-
-
-def describe(run) -> str:
-    """'variant 2 (CR s=1), seed 0', or 'local, seed 0'."""
-    return f"local, seed {run.seed}" if run.index is None else f"variant {run.index} ({run.label}), seed {run.seed}"
-
-
-def continues(run) -> str:
-    if run.index is None:
-        return "from iteration 0 (the local backend keeps no checkpoints)"
-    if run.finished:
-        return f"complete ({run.next_iteration} iterations), not run again"
-    return f"from iteration {run.resumed_at}" + ("" if run.resumed_at else " (it had no checkpoint)")
-
-
-def interrupted(runs: list, out: Path, how: str, every: int) -> str:
-    """One line: what was kept, and what a resume will do."""
-    command = f"gcbench run --resume {out}"
-    if runs and runs[0].index is None:
-        return f"interrupted ({how}); the local backend keeps no checkpoints: {command} runs it again from iteration 0."
-    saved = [run for run in runs if run.checkpointed > 0]
-    if not saved:
-        return (
-            f"interrupted ({how}) before the first checkpoint (one is written every {every} iterations): no "
-            f"checkpoint exists yet, so {command} starts from iteration 0."
-        )
-    kept = "; ".join(
-        f"{describe(run)} at iteration {run.checkpointed}" if run.checkpointed else f"{describe(run)}: none yet"
-        for run in runs
-    )
-    return f"interrupted ({how}); checkpoints kept: {kept}; continue with: {command}"
 
 
 def report(session, status: str, out: Path, console: Console) -> None:

@@ -137,12 +137,48 @@ def refuse_checkpoints(out: Path) -> None:
         )
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """How a run's training ended: ``complete`` (nothing was left to train), ``trained`` or ``stopped`` (a variant
+    stopped early; ``session`` holds what it trained), or ``interrupted`` by a signal (``message``: what was kept
+    and how to resume; ``exit_code``: 130 for SIGINT, 143 for SIGTERM)."""
+
+    status: str
+    session: Any = None
+    message: str = ""
+    exit_code: int = 0
+
+
+def train(run: RealRun, address: str | None, display: Callable[[], Any], say: Callable[[str], None]) -> Outcome:
+    """Train the run to its end, or until Ctrl-C or SIGTERM, which leave its checkpoints and rows as they are.
+    ``display()``: the progress display, made once the backend has started; ``say``: a line to print (data
+    decoding, the runs a resume continues). The caller prints the outcome."""
+    from gcbench.real.session import EXIT_CODES, Terminated, sigterm_as_interrupt
+
+    guard, started = sigterm_as_interrupt(), []
+    try:
+        with guard:
+            session = open_session(run, address, display, guard, say)
+            if session is None:
+                return Outcome("complete", message=complete_sentence(run))
+            started.append(session)
+            status = session.train()
+    except KeyboardInterrupt as interrupt:
+        how = "SIGTERM" if isinstance(interrupt, Terminated) or guard.terminated else "SIGINT"
+        message = (
+            interrupted_sentence(started[0].runs, run.out, how, run.scenario.training.checkpoint_every)
+            if started
+            else f"interrupted ({how}) before training began; nothing was written to {run.out}."
+        )
+        return Outcome("interrupted", started[0] if started else None, message, EXIT_CODES[how])
+    return Outcome("stopped" if status == "stopped" else "trained", session)
+
+
 def open_session(run: RealRun, address: str | None, display: Callable[[], Any], guard,
-                 on_resume: Callable[[list], None], say: Callable[[str], None] | None = None):  # fmt: skip
+                 say: Callable[[str], None] | None = None):  # fmt: skip
     """The session, ready to train: data loaded, checkpoints checked, Ray started (SIGTERM handled after it);
     None if there is nothing left to do. ``display()``: the session's progress display, made once the backend has
-    started; ``on_resume(runs)``: a resumed run's runs, before the backend starts; ``say``: progress lines while
-    the data is decoded."""
+    started; ``say``: progress lines while the data is decoded, and the runs a resume continues."""
     from gcbench.real.session import Session, build_runs
     from gcbench.training.data import load_data
 
@@ -152,10 +188,33 @@ def open_session(run: RealRun, address: str | None, display: Callable[[], Any], 
         return None
     if run.resumed:
         run.meta.setdefault("resumes", []).append(resume_entry([continued(each) for each in runs]))
-        on_resume(runs)
+        for line in [f"resuming {run.out}:", *(f"  {each.describe()}: {each.continues()}" for each in runs)]:
+            (say or print)(line)
     backend_class(run.backend).prepare(runs, address)  # (Ray starts here, unless no run needs it)
     guard.install()  # again: a runtime it started (Ray's core worker) may have put its own SIGTERM handler in place
     return Session(run.scenario, runs, run.out, run.meta, display())
+
+
+def complete_sentence(run: RealRun) -> str:
+    return f"{run.out}: the run is complete ({run.planned} of {run.planned} iterations); nothing to resume."
+
+
+def interrupted_sentence(runs: list, out: Path, how: str, every: int) -> str:
+    """One line: what was kept, and what a resume will do."""
+    command = f"gcbench run --resume {out}"
+    if runs and not runs[0].keeps_checkpoints:
+        return f"interrupted ({how}); the local backend keeps no checkpoints: {command} runs it again from iteration 0."
+    saved = [each for each in runs if each.checkpointed > 0]
+    if not saved:
+        return (
+            f"interrupted ({how}) before the first checkpoint (one is written every {every} iterations): no "
+            f"checkpoint exists yet, so {command} starts from iteration 0."
+        )
+    kept = "; ".join(
+        f"{each.describe()} at iteration {each.checkpointed}" if each.checkpointed else f"{each.describe()}: none yet"
+        for each in runs
+    )
+    return f"interrupted ({how}); checkpoints kept: {kept}; continue with: {command}"
 
 
 def write_summary(session, out: Path) -> tuple[pd.DataFrame, pd.DataFrame]:

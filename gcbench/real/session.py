@@ -23,7 +23,8 @@ import pandas as pd
 
 from gcbench.cluster import backend_class
 from gcbench.real.runner import block_end
-from gcbench.real.variant import OnIteration, VariantStopped
+from gcbench.real.training_run import OnIteration
+from gcbench.real.variant import VariantStopped
 from gcbench.results.metadata import utc_now
 from gcbench.results.store import write_messages, write_metadata, write_tables
 from gcbench.scenario.schema import Scenario

@@ -9,7 +9,6 @@ collected and a checkpoint saved, so a block boundary is exactly the state a
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +21,7 @@ from gcbench.master import SynchronousMaster, decoding_quality, master_for
 from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
 from gcbench.real.clock import WallClock
 from gcbench.real.threads import EVALUATION_THREADS, compute_threads, master_threads
+from gcbench.real.training_run import OnIteration, TrainingRun
 from gcbench.results.messages import MessageLog
 from gcbench.results.recorder import RunRecorder
 from gcbench.results.rows import identity, restore, row_dicts, table_columns
@@ -34,7 +34,6 @@ from gcbench.training.evaluation import evaluate_master
 from gcbench.training.learner import Learner
 
 # (iterations done, loss, test accuracy or NaN) after each iteration
-OnIteration = Callable[[int, float, float], None]
 
 DRAIN_SECONDS = 5.0  # at the end of a block, how long to wait for abandoned work to report its timings
 
@@ -56,7 +55,7 @@ def cluster_for(scenario: Scenario, variant, scheme, seed: int, draws, clock: Wa
     )
 
 
-class VariantRun:
+class VariantRun(TrainingRun):
     """Variant ``index`` of the scenario with one seed: its recorder, its checkpoint, and its master once started.
 
     The one master (gcbench/master) runs it on a Ray or torch.distributed cluster in wall time, with a

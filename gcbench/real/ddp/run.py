@@ -28,7 +28,8 @@ from gcbench.real.clock import WallClock
 from gcbench.real.processes import channel, zygote
 from gcbench.real.processes.session import WorkerSession, start_worker, worker_environment
 from gcbench.real.threads import EVALUATION_THREADS, compute_threads
-from gcbench.real.variant import OnIteration, VariantStopped
+from gcbench.real.training_run import OnIteration, TrainingRun
+from gcbench.real.variant import VariantStopped
 from gcbench.results.recorder import RunRecorder
 from gcbench.results.rows import identity, restore, row_dicts, table_columns
 from gcbench.scenario.build import scheme_for
@@ -65,7 +66,7 @@ class RankLauncher:
             self.zygote.close()
 
 
-class DDPRun:
+class DDPRun(TrainingRun):
     """Variant ``index`` (an allreduce one) of the scenario with one seed: its recorder, checkpoint and ranks."""
 
     needs_cluster = False  # its ranks are torch.distributed processes whatever the backend: no cluster, no Ray

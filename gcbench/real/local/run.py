@@ -5,16 +5,17 @@ from __future__ import annotations
 import pandas as pd
 
 from gcbench.real.local.train import train_local
-from gcbench.real.variant import OnIteration
+from gcbench.real.training_run import OnIteration, TrainingRun
 from gcbench.scenario.schema import Scenario
 from gcbench.training.data import Dataset
 from gcbench.training.device import resolve_device
 
 
-class LocalRun:
+class LocalRun(TrainingRun):
     """One seed of the local backend (one process, no checkpoints): the whole run is one block."""
 
     index, checkpoint, label = None, None, "local"
+    keeps_checkpoints = False  # one block, nothing saved: an interrupted local run is run again from iteration 0
     needs_cluster = False  # it trains in this process
 
     def __init__(self, scenario: Scenario, seed: int, data) -> None:
@@ -35,6 +36,9 @@ class LocalRun:
 
     def close(self, interrupted: bool = False) -> None:
         pass
+
+    def describe(self) -> str:
+        return f"local, seed {self.seed}"
 
 
 def run_local(scenario: Scenario, data: Dataset, seed: int, progress=None) -> tuple[pd.DataFrame, None]:
