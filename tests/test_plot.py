@@ -141,7 +141,8 @@ def test_approximate_and_stale_curves_are_marked_and_say_so_in_the_legend(sim_ru
         _, legends = labels_of(fig)
         assert {"CR s=1 [approximate]", "FR s=1 [stale]", "uncoded"} <= legends
     lines = {line.get_label(): line for line in figures.speedup_vs_sweep(iterations).axes[0].get_lines()}
-    assert lines["CR s=1 [approximate]"].get_fillstyle() == "left" and lines["uncoded"].get_fillstyle() == "full"
+    assert lines["CR s=1 [approximate]"].get_marker() == "x" and lines["FR s=1 [stale]"].get_marker() == "+"
+    assert lines["uncoded"].get_marker() == "o"
 
 
 def test_legends_drop_the_default_policy_and_keep_any_other():

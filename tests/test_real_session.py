@@ -111,6 +111,23 @@ def test_progress_lines_are_printed_when_stdout_is_not_a_terminal(tmp_path, fake
     assert "95% CI n/a: one seed and fewer than 50 iterations" in done.output
 
 
+def test_off_a_terminal_a_block_end_does_not_repeat_the_line_just_printed():
+    import io
+
+    from rich.console import Console
+
+    from gcbench.cli.progress import RunProgress
+
+    file = io.StringIO()
+    progress = RunProgress(Console(file=file, force_terminal=False, width=200), line_seconds=0.0)
+    run = SimpleNamespace(index=0, label="CR s=1", seed=0, next_iteration=0, scenario=SimpleNamespace(iterations=4))
+    progress.begin([run])
+    tick = progress.on_iteration(run)
+    tick(4, 0.5, float("nan"))  # a line (every 0 s), at the block's last iteration
+    progress.block_done(run)
+    assert file.getvalue().count("CR s=1, seed 0: 4/4 iterations") == 1
+
+
 def test_progress_bars_on_a_terminal_show_iterations_eta_and_loss():
     import io
 

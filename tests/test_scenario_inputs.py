@@ -289,9 +289,10 @@ def test_run_check_says_what_would_train_and_trains_nothing(tmp_path):
     path.write_text(cifar)  # no --data-dir, nothing downloaded before: refused, gcbench downloads nothing
     for command in (["--check"], ["--iterations", "1", "--out", str(tmp_path / "r")]):
         done = runner.invoke(app, ["run", str(path), "--backend", "local", *command])
-        assert done.exit_code == 2 and done.stderr.startswith("error: no CIFAR-10 copy: training.data_dir (or "), done
+        assert done.exit_code == 2 and done.stderr.startswith("error: no CIFAR-10 copy (training.data_dir, or "), done
         assert "gcbench downloads nothing" in done.stderr and "--dataset synthetic" in done.stderr
-        assert "\n" not in done.stderr.rstrip("\n")  # one sentence, one line
+        message = done.stderr.rstrip("\n")
+        assert "\n" not in message and message.count(". ") == 0 and message.endswith(".")  # one sentence
     downloaded = tmp_path / "cache" / "cifar-10-batches-py"  # as torchvision's download leaves it
     downloaded.mkdir(parents=True)
     done = runner.invoke(app, ["run", str(path), "--backend", "local", "--check"])
@@ -305,7 +306,7 @@ def test_run_check_says_what_would_train_and_trains_nothing(tmp_path):
         (
             "{dataset: cifar10, data_dir: /no/such/folder, batch_size: 6}",
             [],
-            "/no/such/folder does not exist. Pass --data-dir",
+            "/no/such/folder does not exist; give --data-dir",
         ),
         ("{dataset: synthetic, batch_size: 6}", ["--lr", "inf"], "training.learning_rate: Input should be a finite"),
         ("{dataset: synthetic, batch_size: 6}", ["--resume", "x"], "--check checks a new run"),

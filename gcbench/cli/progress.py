@@ -50,6 +50,7 @@ class RunProgress:
         self.names: dict[int, str] = {}
         self.bar: Progress | None = None
         self.tasks: dict[int, int] = {}
+        self.printed: dict[int, int] = {}  # per run, the iterations its latest line said
         self.last_line = self.started = time.monotonic()
 
     def begin(self, runs: list) -> None:
@@ -90,8 +91,9 @@ class RunProgress:
         return tick
 
     def block_done(self, run) -> None:
-        if self.bar is None:
-            self.line(id(run))
+        key = id(run)
+        if self.bar is None and self.printed.get(key) != self.paces[key].done:  # (not twice for one iteration)
+            self.line(key)
 
     def info(self, key: int) -> str:
         pace, rates = self.paces[key], [p.seconds / p.ran for p in self.paces.values() if p.ran]
@@ -111,6 +113,7 @@ class RunProgress:
             f"{self.names[key]}: {pace.done}/{pace.total} iterations, {self.info(key)}", highlight=False, soft_wrap=True
         )
         self.last_line = time.monotonic()
+        self.printed[key] = pace.done
 
     def say(self, message: str) -> None:
         self.console.print(message, highlight=False, soft_wrap=True)

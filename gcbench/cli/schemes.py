@@ -133,7 +133,7 @@ def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Con
     scheme = make_scheme(name, n=n, s=s, **params)
     report = scheme.worst_condition()
     console.print(f"[bold]{scheme!r}[/bold]  {'exact' if scheme.exact else 'approximate'}")
-    console.print(f"construction: {scheme.construction}")
+    console.print(f"construction: {scheme.construction}", highlight=False, soft_wrap=True)
     pipelined = f" per step, holding {scheme.held} (round robin, the rest cached)" if scheme.pipelined else ""
     console.print(
         f"n={scheme.n} workers, k={scheme.k} partitions, s={scheme.s}, m={scheme.m}; "
@@ -152,11 +152,17 @@ def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Con
     amplification = scheme.error_amplification()
     sets = _sets(amplification, scheme.tolerance)
     if not scheme.exact:
+        error = (
+            f"worst {amplification.residual_worst:.3g} (stragglers {list(amplification.residual_stragglers)}), mean "
+            f"{amplification.residual_mean:.3g}"
+            if amplification.residual_worst > EXACT_RESIDUAL
+            else "0: every set of this size decodes exactly (an approximate code's error shows with more stragglers)"
+        )
         console.print(
             f"decoding error (the residual ||W R - T||_F the results record; 1.0 is one partition's gradient left "
-            f"out of the sum of {scheme.k}) over {sets}: worst {amplification.residual_worst:.3g} (stragglers "
-            f"{list(amplification.residual_stragglers)}), mean {amplification.residual_mean:.3g}",
+            f"out of the sum of {scheme.k}) over {sets}: {error}",
             highlight=False,
+            soft_wrap=True,
         )
     console.print(
         f"error amplification (the decoding weights' Frobenius norm: how much the decode enlarges errors carried by "
@@ -165,6 +171,7 @@ def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Con
         f"{amplification.mean:.3g}. For scale: uncoded training, all {scheme.n} messages with weight 1, has "
         f"{amplification.uncoded:.3g}",
         highlight=False,
+        soft_wrap=True,
     )
     if scheme.k > MAX_TABLE_PARTITIONS:
         console.print(f"(the coefficient table of its {scheme.k} partitions is too wide to print; "
@@ -174,6 +181,7 @@ def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Con
 
 
 MAX_TABLE_PARTITIONS = 24  # columns a terminal shows legibly
+EXACT_RESIDUAL = 1e-9  # a residual below this is rounding: the set decodes exactly
 
 
 def _coefficient_table(scheme) -> Table:

@@ -54,7 +54,6 @@ def _panel(ax, variants: pd.DataFrame, value: str, styles: dict[str, dict]) -> N
                 getattr(row, value),
                 ls="",
                 marker=style["marker"],
-                fillstyle=style.get("fillstyle", "full"),  # half filled: approximate or stale
                 color=style["color"],
                 ms=7,
                 label=style["label"],

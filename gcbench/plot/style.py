@@ -95,16 +95,18 @@ def variant_styles(iterations) -> dict[str, dict]:
     return styles
 
 
-# An approximate or stale variant's marker is half filled (hollow ones are curves drawn on an identical one:
-# gcbench/plot/overlap.py) and its legend entry says which it is, so a fast curve is never read as an exact one.
-KIND_FILL = {"approximate": "left", "stale": "bottom"}
+# An approximate variant's marker is an x, a stale one's a +: shapes no exact variant uses (hollow circles are
+# curves drawn on an identical one: gcbench/plot/overlap.py), and its legend entry says which it is, so a fast
+# curve is never read as an exact one.
+KIND_MARKERS = {"approximate": "x", "stale": "+"}
 
 
 def mark_kinds(styles: dict[str, dict], kinds: dict[str, str]) -> None:
     """Mark the approximate and stale variants' styles in place (``kinds``: gcbench.results.summary.variant_kinds)."""
     for variant, kind in kinds.items():
-        if kind in KIND_FILL and variant in styles:
-            styles[variant]["fillstyle"] = KIND_FILL[kind]
+        if kind in KIND_MARKERS and variant in styles:
+            styles[variant]["marker"] = KIND_MARKERS[kind]
+            styles[variant]["markeredgewidth"] = 1.2
             styles[variant]["label"] = f"{styles[variant]['label']} [{kind}]"
 
 

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 DEFAULT_CACHE = Path.home() / ".cache" / "gcbench"
 HOW_TO_PROVIDE = (
-    "Pass --data-dir pointing to torchvision's cifar-10-batches-py folder, an image folder with "
-    "train/<class>/*.jpg and test/<class>/*.jpg, or a .tar.gz of that folder."
+    "give --data-dir torchvision's cifar-10-batches-py folder, an image folder with train/<class>/*.jpg and "
+    "test/<class>/*.jpg, or a .tar.gz of that folder"
 )
 DECODE_EVERY = 10_000  # images between two progress lines while a copy is decoded
 
@@ -71,10 +71,10 @@ def find_cifar10(training) -> Path:
     if downloaded.is_dir():
         return downloaded
     raise GcbenchError(
-        f"no CIFAR-10 copy: training.data_dir (or --data-dir) is not set and {downloaded} does not exist, and "
-        f"gcbench downloads nothing. {HOW_TO_PROVIDE} With internet access, fetch it there once with: python -c "
-        f"\"from torchvision.datasets import CIFAR10; CIFAR10('{cache_folder(training)}', download=True)\"; or "
-        "run without data: --dataset synthetic."
+        f"no CIFAR-10 copy (training.data_dir, or --data-dir, is not set, {downloaded} does not exist, and gcbench "
+        f'downloads nothing): {HOW_TO_PROVIDE}; or fetch it there once with python -c "from torchvision.datasets '
+        f"import CIFAR10; CIFAR10('{cache_folder(training)}', download=True)\"; or run without data, --dataset "
+        "synthetic."
     )
 
 
@@ -99,8 +99,8 @@ def check_data_dir(data_dir: str | Path) -> Path:
             f"; a relative path is taken from the current directory, so it means {data_dir.resolve()}"
         )  # fmt: skip
         raise GcbenchError(
-            f"training.data_dir (the scenario's field, or --data-dir): {data_dir} does not exist{relative}. "
-            f"{HOW_TO_PROVIDE}"
+            f"training.data_dir (the scenario's field, or --data-dir): {data_dir} does not exist{relative}; "
+            f"{HOW_TO_PROVIDE}."
         )
     return data_dir
 
@@ -133,7 +133,7 @@ def _decode(path: Path, say: Callable[[str], None] | None = None) -> Dataset:
         return _from_python_batches(batches)
     if (path / "train").is_dir() and (path / "test").is_dir():
         return _from_image_folder(path, say)
-    raise GcbenchError(f"--data-dir {path}: no CIFAR-10 layout found there. {HOW_TO_PROVIDE}")
+    raise GcbenchError(f"--data-dir {path}: no CIFAR-10 layout found there; {HOW_TO_PROVIDE}.")
 
 
 def _from_python_batches(folder: Path) -> Dataset:
@@ -220,7 +220,7 @@ def _collect(entries, say: Callable[[str], None] | None = None) -> Dataset:
     for split in ("train", "test"):
         items = sorted(splits[split], key=lambda item: (item[0], item[1]))
         if not items:
-            raise GcbenchError(f"the CIFAR-10 copy has no {split} images. {HOW_TO_PROVIDE}")
+            raise GcbenchError(f"the CIFAR-10 copy has no {split} images; {HOW_TO_PROVIDE}.")
         images = []
         for _, _, data in items:
             images.append(_image_array(data))

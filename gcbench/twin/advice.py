@@ -116,6 +116,8 @@ def write_scenario(scenario: Scenario, advice: Advice, path: Path) -> Path:
     chosen = with_variants(scenario, advice.variants)
     data = chosen.model_dump(mode="json", exclude_none=True)
     data.pop("sweep", None)
+    data["name"] = f"{scenario.name}-picked"[:100]  # (its results are not the swept scenario's)
+    data["description"] = f"gcbench recommend's pick for {scenario.name}: {advice.pick} beside uncoded"[:500]
     for entry in data["variants"]:  # (each variant holds the scenario's compression once loaded: leave it there)
         if entry.get("compression") == data.get("compression"):
             entry.pop("compression")

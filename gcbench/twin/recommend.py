@@ -220,8 +220,10 @@ def _reason(candidate: Candidate, row: dict, n: int, chronic: dict[int, float]) 
         )
     parts = []
     if not candidate.exact and not candidate.pipelined:  # it does not tolerate stragglers: it leaves them out
-        parts.append(f"decodes without waiting for its slowest workers, approximately (exact in "
-                     f"{row['exact_share']:.0%} of iterations)")  # fmt: skip
+        share = row["exact_share"]
+        how = ("an approximate code that decoded exactly in every simulated iteration" if share == 1 else
+               f"approximately (exactly in {share:.0%} of the simulated iterations)")  # fmt: skip
+        parts.append(f"decodes without waiting for its slowest workers: {how}")
     elif chronic and s >= len(chronic):
         named = ", ".join(f"worker {w}" for w in chronic)
         parts.append(f"tolerates any {s} straggler{'s' if s > 1 else ''} per iteration, {named}'s chronic slowness "
