@@ -261,7 +261,7 @@ def test_a_bad_data_dir_names_the_field_and_what_it_is_relative_to(tmp_path, mon
     assert done.exit_code == 2, done.output
     assert done.stderr.startswith(
         "error: training.data_dir (the scenario's field, or --data-dir): no/such/folder does not exist; a relative "
-        f"path is taken from the current directory, so it means {tmp_path}/no/such/folder."
+        f"path is taken from the current directory, so it means {tmp_path}/no/such/folder; give --data-dir "
     )
     assert "--data-dir no/such" not in done.stderr
 
