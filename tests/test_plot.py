@@ -270,6 +270,7 @@ def test_sim_vs_real_counts_iterations_gives_errors_and_hides_nothing(real_run, 
     assert not right.yaxis.label.get_window_extent(renderer).overlaps(left.get_tightbbox(renderer))
 
 
+@pytest.mark.slow  # (gcbench plot draws every figure of three runs: 9 s)
 def test_a_paired_and_a_long_run_simulation_share_the_figure_with_the_measured_means_95_cis(real_run, tmp_path):
     """The comparison shows what calibration achieves: measured means with their 95% CIs, against the simulation
     of the same seeds and iterations (paired, so named) and a long run (hollow), each with its own CI."""
@@ -487,6 +488,7 @@ def test_the_readme_links_shipped_figures_and_they_carry_the_names_plot_gives():
     assert shipped <= names, shipped - names
 
 
+@pytest.mark.slow  # (every figure of two runs, twice: 8 s)
 def test_a_calibrated_simulation_is_called_so_beside_the_real_run(real_run, sim_run, tmp_path, monkeypatch):
     """A simulation of a scenario gcbench calibrate wrote (its ``calibrated_from``) is "calibrated simulation" in
     the side-by-side figure; any other stays "simulated"."""
