@@ -64,6 +64,17 @@ def round_end(delays: np.ndarray, mu: float) -> tuple[float, np.ndarray]:
     return wait, delays > wait
 
 
+def _round(state, r: int, delays: np.ndarray, mu: float) -> tuple[float, bool]:
+    """Round ``r`` of a sequential design's bookkeeping ``state``: its duration, and whether its stragglers fit the
+    design's model (else the master waited for every worker)."""
+    state.begin(r)
+    wait, late = round_end(delays, mu)
+    fits = state.fits(r, late)
+    if fits:
+        state.end(r, late)
+    return _finish(delays, wait, fits), fits
+
+
 def _finish(delays: np.ndarray, wait: float, fits: bool) -> float:
     """A round's duration: the wait (or the slowest delay, if sooner) where the pattern fits, else the slowest."""
     return float(min(wait, delays.max())) if fits else float(delays.max())
@@ -127,13 +138,8 @@ class SelectiveRepeatReplay:
             due = state.due(r)
             if r >= jobs and state.results_for(due, r - 1) >= n - self.s:
                 continue  # nothing left to compute for it: the round is skipped
-            state.begin(r)
-            wait, late = round_end(delays[:, r], mu)
-            fits = state.fits(r, late)
-            if fits:
-                state.end(r, late)
+            durations[r], fits = _round(state, r, delays[:, r], mu)
             waits += not fits
-            durations[r] = _finish(delays[:, r], wait, fits)
         return Replay(durations, waits, state.served)
 
     def decodable(self, served: np.ndarray, job: int) -> bool:
@@ -164,13 +170,8 @@ class MultiplexedReplay:
         state = MultiplexedRounds(n, self.B, self.W, self.lam, rounds)
         durations, waits = np.zeros(rounds), 0
         for r in range(rounds):
-            state.begin(r)
-            wait, late = round_end(delays[:, r], mu)
-            fits = state.fits(r, late)
-            if fits:
-                state.end(r, late)
+            durations[r], fits = _round(state, r, delays[:, r], mu)
             waits += not fits
-            durations[r] = _finish(delays[:, r], wait, fits)
         return Replay(durations, waits, state.work)
 
     def decodable(self, work: np.ndarray, job: int) -> bool:
