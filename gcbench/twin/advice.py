@@ -38,8 +38,8 @@ def advise(table: pd.DataFrame, basis: dict, candidates: list[Candidate], scenar
     unit = "s per iteration" if not together else f"s to {basis['target_accuracy']:.1%} accuracy"
     uncoded = reference_value(table)
     lines = [pick_line(pick, unit, uncoded)]
-    close = [row for _, row in pool.iloc[1:].iterrows() if np.isfinite(row["value"]) and
-             row["value"] <= pick["value"] * (1 + NEAR)]  # fmt: skip
+    ties = basis["near_ties"].get("all" if together else pick["kind"], [])  # (recommend's, the pick first)
+    close = [table[table["candidate"] == label].iloc[0] for label in ties if label != pick["candidate"]]
     if close:
         gaps = ", ".join(f"{row['candidate']} (+{row['value'] / pick['value'] - 1:.0%})" for row in close)
         lines.append(
