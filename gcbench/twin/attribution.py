@@ -4,7 +4,8 @@ whether its slowness was chronic or transient, and a what-if replay of the run w
 
 It reads results files only (simulated and real runs alike); the what-if rebuilds the variant's scheme and policy
 from run.json's scenario and replays the recorded arrival times through the policy's stop rule, the rule both the
-simulator's engines and the real master follow (gcbench/twin/evaluate.py's replay, with one worker changed).
+simulator's engines and the real master follow (gcbench/master/replay.py, stepped as calibrate's replay steps it,
+with one worker changed).
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ import numpy as np
 import pandas as pd
 
 from gcbench.errors import GcbenchError
-from gcbench.master.sequential import RoundCode
-from gcbench.policies import SynchronousPolicy, WaitAll
+from gcbench.master.replay import replayed_stops, stop_rule
 from gcbench.results import slowness as slow
 from gcbench.results.schema import WORKER_COLUMNS
 from gcbench.results.store import read_results
 from gcbench.scenario.build import scheme_for, variant_labelled
 from gcbench.scenario.loading import point_scenario
 from gcbench.scenario.schema import Scenario, Variant
+from gcbench.twin.measured import recorded_message_arrivals
 
 WINDOW = 20  # iterations in the moving average that tells chronic from transient slowness
 CHRONIC_SHARE = 0.5  # chronic: straggled in at least half of the iterations of at least half of the windows
@@ -137,25 +138,9 @@ def _variant_rows(scenario: Scenario, variant: Variant, iterations: pd.DataFrame
         rows = rows.sort_values(["iteration", "worker"])
         sent = messages[messages["seed"] == seed] if several else None
         seeds.append(_seed(frame.sort_values("iteration"), rows, sent, n, len(scheme.message_owner)))
-    rule = _stop_rule(variant)
-    if rule is not None and scheme.sequential:  # a round's end depends on the rounds before it: step them
-        replay = _what_if(seeds, lambda a: RoundCode(scheme, len(a)).stop_times(rule, a), scheme, n)
-    elif rule is not None:
-        replay = _what_if(seeds, lambda a: rule.stop_times(a, scheme).stop, scheme, n)
-    else:
-        replay = None
+    rule = stop_rule(variant.policy)
+    replay = _what_if(seeds, lambda a: replayed_stops(rule, scheme, a), scheme, n) if rule is not None else None
     return _rows(variant.display_label(), int(iterations["point"].iloc[0]), seeds, replay, n)
-
-
-def _stop_rule(variant: Variant):
-    """The rule that ended each iteration: the policy's, all-reduce's (every rank waits for every other), or
-    None for an asynchronous policy, whose updates a replay of recorded times cannot redo."""
-    policy = variant.policy
-    if isinstance(policy, SynchronousPolicy):
-        return policy
-    if policy.synchronous and not policy.needs_master:
-        return WaitAll()
-    return None
 
 
 def _seed(iterations: pd.DataFrame, rows: pd.DataFrame, messages: pd.DataFrame | None, n: int,
@@ -170,12 +155,7 @@ def _seed(iterations: pd.DataFrame, rows: pd.DataFrame, messages: pd.DataFrame |
     response = slow.grid(rows, np.where(arrived, rows["arrival"].to_numpy(dtype=float) - start, np.inf), n, np.inf)
     grid_messages = None
     if messages is not None:
-        grid_messages = np.full((len(response), message_count), np.inf)
-        kept = messages[messages["iteration"].isin(rows["iteration"])]
-        position = np.searchsorted(np.unique(rows["iteration"].to_numpy()), kept["iteration"].to_numpy())
-        grid_messages[position, kept["message_id"].to_numpy()] = kept["arrival"].to_numpy(dtype=float) - kept[
-            "iteration"
-        ].map(starts).to_numpy(dtype=float)
+        grid_messages = recorded_message_arrivals(messages, np.unique(rows["iteration"]), starts, message_count)
     ended = slow.ended_by(slow.used_arrivals(rows, n, messages))
     present = np.isfinite(per_partition) | failed
     durations = iterations.set_index("iteration")["duration"].reindex(np.unique(rows["iteration"])).to_numpy(float)

@@ -19,12 +19,12 @@ import pandas as pd
 from scipy import stats
 
 from gcbench.errors import GcbenchError
-from gcbench.master.sequential import RoundCode
+from gcbench.master.replay import message_arrivals, replayed_stops, stop_rule
 from gcbench.results.summary import mean_confidence_interval
 from gcbench.scenario.build import scheme_for, variant_labelled
 from gcbench.scenario.schema import Scenario
 from gcbench.twin.fit import scaled
-from gcbench.twin.measured import MeasuredRun
+from gcbench.twin.measured import MeasuredRun, recorded_message_arrivals
 
 SIMULATED_ITERATIONS = 5000  # per variant, the long run: its mean's own error is then far below the measurement's
 LONG_RUN_SEED = 1_000_003  # the long run's draws: a seed no run is likely to have used, so they are independent
@@ -38,29 +38,30 @@ def replay(run: MeasuredRun) -> pd.DataFrame:
     rows = []
     for label in run.variants:
         variant = _variant(run.scenario, label)
+        rule = stop_rule(variant.policy)
+        if rule is None:  # an asynchronous policy: a replay of recorded times cannot redo its updates
+            continue
         scheme = scheme_for(run.scenario, variant)
         measured = run.iterations[run.iterations["variant"] == label]
         workers = run.workers[run.workers["variant"] == label]
+        several = scheme.messages_per_worker > 1 and run.messages is not None
         stops = []
-        for _, run_rows in workers.groupby(["point", "seed"], sort=True):  # (a sequential scheme's rounds, in order)
+        for (point, seed), run_rows in workers.groupby(["point", "seed"], sort=True):  # (rounds in order)
             arrivals = []
             for _, group in run_rows.groupby("iteration", sort=True):
                 row = np.full(run.scenario.workers, np.inf)
                 arrived = group["arrival"].notna() & ~group["failed"]
                 row[group["worker"].to_numpy()[arrived]] = (group["arrival"] - group["start"]).to_numpy()[arrived]
                 arrivals.append(row)
-            stops.append(_stops(variant.policy, scheme, np.array(arrivals)))
+            arrivals = message_arrivals(np.array(arrivals), scheme)
+            if several:  # each message when it arrived, not when its worker's last one did
+                sent = run.messages[(run.messages["variant"] == label) & (run.messages["point"] == point)
+                                    & (run.messages["seed"] == seed)]  # fmt: skip
+                starts = run_rows.groupby("iteration", sort=True)["start"].first()
+                arrivals = recorded_message_arrivals(sent, starts.index.to_numpy(), starts, arrivals.shape[1])
+            stops.append(replayed_stops(rule, scheme, arrivals))
         rows.append(_row(label, measured, np.concatenate(stops)))
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def _stops(policy, scheme, arrivals: np.ndarray) -> np.ndarray:
-    """The policy's stop times for these iterations' arrivals; a sequential scheme's rounds one after another."""
-    if scheme.sequential:
-        if not scheme.streams_messages:  # (M-SGC: a worker's messages arrive together, each at its arrival)
-            arrivals = arrivals[:, scheme.message_owner]
-        return RoundCode(scheme, len(arrivals)).stop_times(policy, arrivals)
-    return policy.stop_times(arrivals, scheme).stop
 
 
 def compare(scenario: Scenario, run: MeasuredRun, iterations: int = SIMULATED_ITERATIONS) -> pd.DataFrame:

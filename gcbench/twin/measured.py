@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from gcbench.errors import GcbenchError
@@ -36,6 +37,8 @@ class MeasuredRun:
     cut_short: bool = True
     # the cores its workers shared, as run.json records them (None: not recorded, or each worker had its own)
     cores: int | None = None
+    # each message's arrival, where a scheme sends several a worker (messages.parquet; None: no such table)
+    messages: pd.DataFrame | None = None
 
     @property
     def variants(self) -> list[str]:
@@ -56,6 +59,7 @@ def read_measured(path: Path) -> MeasuredRun:
         raise GcbenchError(f"{path}: no such results directory.")
     try:
         iterations, workers, meta = read_results(path)
+        messages = pd.read_parquet(path / "messages.parquet") if (path / "messages.parquet").is_file() else None
     except json.JSONDecodeError as error:  # (a ValueError: first)
         raise GcbenchError(
             f"{path / 'run.json'} is not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})."
@@ -81,11 +85,13 @@ def read_measured(path: Path) -> MeasuredRun:
         raise GcbenchError(f"{path}: run.json's scenario is not one gcbench can read ({error}).") from None
     cores = meta.get("cores")
     cores = cores if isinstance(cores, int) and not isinstance(cores, bool) and cores > 0 else None
-    return measured_run(path, scenario, iterations, workers, str(meta.get("backend", "?")), cores=cores)
+    backend = str(meta.get("backend", "?"))
+    return measured_run(path, scenario, iterations, workers, backend, cores=cores, messages=messages)
 
 
 def measured_run(path: Path, scenario: Scenario, iterations: pd.DataFrame, workers: pd.DataFrame,
-                 backend: str, cut_short: bool = True, cores: int | None = None) -> MeasuredRun:  # fmt: skip
+                 backend: str, cut_short: bool = True, cores: int | None = None,
+                 messages: pd.DataFrame | None = None) -> MeasuredRun:  # fmt: skip
     """A run's tables joined for calibration (the simulator's tables too: tests calibrate from known scenarios)."""
     finished = iterations[iterations["end"].notna()]
     if finished.empty:
@@ -96,7 +102,21 @@ def measured_run(path: Path, scenario: Scenario, iterations: pd.DataFrame, worke
         )
     keys = ["variant", "point", "seed", "iteration"]
     joined = workers.merge(finished[[*keys, "start", "end"]], on=keys, how="inner")
-    run = MeasuredRun(path, scenario, finished.reset_index(drop=True), joined, backend, cut_short, cores)
+    run = MeasuredRun(path, scenario, finished.reset_index(drop=True), joined, backend, cut_short, cores, messages)
     if not run.variants:
         raise GcbenchError(f"{path}: no master ran its variants ({', '.join(run.unmodelled)}): nothing to calibrate.")
     return run
+
+
+def recorded_message_arrivals(messages: pd.DataFrame, iterations: np.ndarray, starts: pd.Series,
+                              count: int) -> np.ndarray:  # fmt: skip
+    """The recorded arrival of each message, from its iteration's start (rows: ``iterations``, sorted; columns:
+    the scheme's ``count`` message ids; inf: never arrived). ``messages``: one (variant, point, seed)'s rows;
+    ``starts``: each iteration's start, by iteration."""
+    grid = np.full((len(iterations), count), np.inf)
+    kept = messages[messages["iteration"].isin(iterations)]
+    row = np.searchsorted(iterations, kept["iteration"].to_numpy())
+    grid[row, kept["message_id"].to_numpy()] = kept["arrival"].to_numpy(dtype=float) - kept["iteration"].map(
+        starts
+    ).to_numpy(dtype=float)
+    return grid
