@@ -111,7 +111,7 @@ def main() -> None:
 
 
 def reply(messages: list) -> dict:
-    """A training worker's reply (gcbench/real/gradient_worker.py) carrying these messages."""
+    """A training worker's reply (gcbench/real/wallclock/gradient_worker.py) carrying these messages."""
     return {"started": True, "compute_start": 1.7e9, "compute_end": 1.7e9 + 0.05, "abandoned": False,
             "messages": messages, "losses": {0: 2.3}, "injected": 0.0}  # fmt: skip
 

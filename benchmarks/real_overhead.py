@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from gcbench.real.ray.start import start_ray
-from gcbench.real.runner import run_variant
+from gcbench.real.run.standalone import run_variant
 from gcbench.scenario import load_scenario
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.training.data import load_data

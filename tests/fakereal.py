@@ -122,7 +122,7 @@ class FakeCluster(Cluster):
 def patch_ray(monkeypatch: pytest.MonkeyPatch) -> type[FakeCluster]:
     """Put FakeCluster in Ray's place (and small synthetic data in the scenario's)."""
     import gcbench.real.ray.start as ray_start
-    import gcbench.real.variant as variant
+    import gcbench.real.run.variant_run as variant
     import gcbench.training.data as data
 
     FakeCluster.log, FakeCluster.events = [], {}

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from gcbench.master import SynchronousMaster, decoding_quality
-from gcbench.real.variant import VariantRun
+from gcbench.real.run.variant_run import VariantRun
 from gcbench.scenario.schema import Scenario
 from gcbench.training.batches import PartitionSampler
 from gcbench.training.data import synthetic

@@ -72,9 +72,9 @@ def test_every_policy_declares_whether_the_master_runs_it():
 
 def test_a_variant_s_run_class_follows_its_policy():
     pytest.importorskip("torch", reason="torch is part of the [real] extra")
-    from gcbench.real.ddp.run import DDPRun
-    from gcbench.real.runner import run_class
-    from gcbench.real.variant import VariantRun
+    from gcbench.real.ddp.ddp_run import DDPRun
+    from gcbench.real.run.standalone import run_class
+    from gcbench.real.run.variant_run import VariantRun
 
     from realhelpers import scenario
 

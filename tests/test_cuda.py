@@ -61,7 +61,7 @@ def test_a_learner_on_the_gpu_steps_as_the_cpu_learner_does():
 def test_a_torch_backend_run_on_one_shared_gpu_trains_as_the_same_run_on_the_cpu(scheme, s):
     """Four workers on the one GPU (and the master's learner there): the losses of the CPU run, within float32
     tolerance (cuDNN's convolutions sum in another order)."""
-    from gcbench.real.runner import run_variant
+    from gcbench.real.run.standalone import run_variant
 
     from realhelpers import DATA, scenario
 
@@ -74,7 +74,7 @@ def test_a_torch_backend_run_on_one_shared_gpu_trains_as_the_same_run_on_the_cpu
 
 
 def test_ddp_ranks_spread_over_the_gpus_and_take_nccl_when_each_has_its_own():
-    from gcbench.real.ddp.run import SHARED_GPU_BACKEND, rank_devices
+    from gcbench.real.ddp.ddp_run import SHARED_GPU_BACKEND, rank_devices
 
     from realhelpers import scenario
 
@@ -111,7 +111,7 @@ def test_ddp_ranks_sharing_one_gpu_train_as_one_process_does(backend):
     """Four ranks on one GPU: NCCL (each rank a host of its own to NCCL) and gloo on CUDA tensors, each against
     the local backend on the whole mini-batch. (Last in the file: a process group that cannot form waits for
     the timeout.)"""
-    from gcbench.real.ddp.run import DDPRun, rank_devices
+    from gcbench.real.ddp.ddp_run import DDPRun, rank_devices
     from gcbench.real.local.train import train_local
 
     from realhelpers import DATA, scenario

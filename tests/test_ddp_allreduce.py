@@ -20,9 +20,9 @@ from typer.testing import CliRunner
 pytest.importorskip("torch", reason="torch is part of the [real] extra")
 
 from gcbench.cli import app  # noqa: E402
-from gcbench.real.ddp.run import DDPRun, rank_devices, stretches  # noqa: E402
+from gcbench.real.ddp.ddp_run import DDPRun, rank_devices, stretches  # noqa: E402
 from gcbench.real.local.train import train_local  # noqa: E402
-from gcbench.real.variant import VariantStopped  # noqa: E402
+from gcbench.real.run.training_run import VariantStopped  # noqa: E402
 from gcbench.training.data import synthetic  # noqa: E402
 
 from realhelpers import DATA, child_processes, children_of, driver, grandchildren_of, scenario, wait_for  # noqa: E402
@@ -154,7 +154,7 @@ def test_on_the_ray_backend_allreduce_runs_its_ranks_without_starting_ray(tmp_pa
 def test_the_all_reduce_waits_for_the_slowest_rank():
     """Rank 2 sleeps 0.6 s before its backward pass in every iteration: every rank's all-reduce ends after it.
     (Through ``run_variant``, the library's entry point, which trains an allreduce variant as ``gcbench run``.)"""
-    from gcbench.real.runner import run_variant
+    from gcbench.real.run.standalone import run_variant
 
     sc = scenario({"scheme": "uncoded", "policy": "allreduce"}, iterations=3,
                   straggling={"model": "fixed", "workers": [2], "delay": 0.6})  # fmt: skip
@@ -231,7 +231,7 @@ def test_loading_a_checkpoint_leaves_its_momentum_untouched(tmp_path):
     (it did: the resumed run of every backend went on with a momentum 0.9 times too small, plus weight decay)."""
     import torch
 
-    from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
+    from gcbench.real.run.checkpoint import load_checkpoint, save_checkpoint
     from gcbench.training.gradients import FlatModel
     from gcbench.training.models import build_model
 
@@ -283,7 +283,7 @@ def test_on_a_gpu_the_ranks_train_on_cuda_as_one_process_does(workers):
     """One GPU per rank: NCCL (1 worker on any GPU machine); more ranks than GPUs: the shared-GPU backend."""
     import torch
 
-    from gcbench.real.ddp.run import SHARED_GPU_BACKEND
+    from gcbench.real.ddp.ddp_run import SHARED_GPU_BACKEND
 
     sc = scenario({"scheme": "uncoded", "policy": "allreduce"}, workers=workers, iterations=3,
                   training={"device": "cuda"})  # fmt: skip

@@ -14,7 +14,7 @@ from gcbench.cli import app  # noqa: E402
 from gcbench.coding import make_scheme  # noqa: E402
 from gcbench.coding._apply import _consecutive, combine_into, product_into  # noqa: E402
 from gcbench.errors import GcbenchError  # noqa: E402
-from gcbench.real.ddp.run import SHARED_GPU_BACKEND, rank_devices  # noqa: E402
+from gcbench.real.ddp.ddp_run import SHARED_GPU_BACKEND, rank_devices  # noqa: E402
 from gcbench.real.ray.cluster import gpu_share  # noqa: E402
 from gcbench.testing import check_device_decode_matches_cpu, partition_gradients  # noqa: E402
 from gcbench.training.device import to_host, worker_device  # noqa: E402

@@ -1,8 +1,8 @@
-"""The wall-clock clusters' queue of known events (gcbench/real/due_events.py)."""
+"""The wall-clock clusters' queue of known events (gcbench/real/wallclock/due_events.py)."""
 
 from __future__ import annotations
 
-from gcbench.real.due_events import DueEvents
+from gcbench.real.wallclock.due_events import DueEvents
 
 
 class SteppingClock:

@@ -61,13 +61,27 @@ HEAVY_AT_IMPORT = {"real", "training", "plot"}  # the modes that need them; else
 
 
 REAL = PACKAGE / "real"
-# inside gcbench/real: a folder per backend (ray/, torch/, local/) and one for the DDP baseline (ddp/), beside the
-# shared part: the top-level modules (clock, due events, the wall-clock cluster half, the worker logic, the
-# session, checkpoints) and processes/ (worker processes on torch.distributed channels: torch/ and ddp/ share it)
-REAL_SHARED_FOLDERS = {"processes"}
-# the one place the shared part names a backend's folder: which run trains a variant (ddp/: a policy that runs
-# without the master); every other way to a backend goes through the cluster registry, by name
-REAL_SHARED_REACHES = {"runner.py": {"ddp"}}
+# gcbench/real (docs/architecture.md, "Real mode's layout"): at its top only backend.py, the contract between a run
+# and its backends; then a folder for a run's life (run/), one for the wall-clock cluster the Ray and torch backends
+# share (wallclock/), one for worker processes on torch.distributed channels (processes/: torch/ and ddp/ share it),
+# and a folder per backend (ray/, torch/, local/) and for the DDP baseline (ddp/)
+REAL_TOP = {"__init__.py", "backend.py"}
+REAL_BACKENDS = {"ray", "torch", "local", "ddp"}
+# what each folder of gcbench/real may import of the others (its own modules and backend.py always)
+REAL_REACHES = {
+    "wallclock": set(),  # knows no run and no backend
+    "processes": set(),
+    "run": {"wallclock"},  # backends only through the cluster registry, save REAL_RUN_NAMES
+    "ray": {"wallclock", "processes"},
+    "torch": {"wallclock", "processes"},
+    "ddp": {"wallclock", "processes", "run"},  # run classes: they declare run/'s interface
+    "local": {"run"},
+}
+# the modules of run/ a backend's run class may import: the interface it declares and the checkpoints it keeps
+REAL_RUN_INTERFACE = {"gcbench.real.run.training_run", "gcbench.real.run.checkpoint"}
+# the one place run/ names a backend's folder: which run trains a variant (ddp/: a policy that runs without the
+# master); every other way to a backend goes through the cluster registry, by name
+REAL_RUN_NAMES = {"standalone.py": {"ddp"}}
 
 
 # what only tests import: the test suite's own modules (helpers such as simhelpers) and its tools
@@ -334,31 +348,38 @@ def test_no_module_imports_another_packages_private_module():
 
 
 def real_folder(name: str) -> str | None:
-    """The folder of gcbench/real a module is in (gcbench.real.ray.cluster -> ray); None for the shared
-    top-level modules and anything outside gcbench/real."""
+    """The folder of gcbench/real a module is in (gcbench.real.ray.cluster -> ray); None for backend.py at the top
+    and anything outside gcbench/real."""
     parts = name.split(".")
     if parts[:2] != ["gcbench", "real"] or len(parts) < 3 or not (REAL / parts[2] / "__init__.py").is_file():
         return None
     return parts[2]
 
 
-def test_real_backend_folders_import_no_other_backend_only_the_shared_part():
-    """A backend is one folder: it may import its own modules and the shared part, never another backend's."""
-    folders = {path.parent.name for path in REAL.glob("*/__init__.py")}
-    assert {"ray", "torch", "local", "ddp"} | REAL_SHARED_FOLDERS <= folders
+def test_the_top_of_gcbench_real_holds_only_the_backend_contract():
+    """A real run's modules live in folders that say what they are part of; a new module at the top fails here."""
+    assert {path.name for path in REAL.glob("*.py")} == REAL_TOP
+    assert {path.parent.name for path in REAL.glob("*/__init__.py")} == set(REAL_REACHES)
+    assert REAL_BACKENDS <= set(REAL_REACHES)
+
+
+def test_each_real_folder_imports_only_the_folders_its_rule_allows():
+    """wallclock/ knows no run and no backend; a backend imports no other backend; run/ reaches a backend only
+    through the registry (save where a variant's run class is decided)."""
     for path in sorted(REAL.glob("*/*.py")):
         own = path.parent.name
-        reached = {real_folder(name) for name, _ in imports(path)} - {None, own} - REAL_SHARED_FOLDERS
-        assert not reached, f"{path.relative_to(PACKAGE.parent)} imports gcbench/real/{sorted(reached)}/"
+        reached = {real_folder(name) for name, _ in imports(path)} - {None, own}
+        allowed = REAL_REACHES[own] | (REAL_RUN_NAMES.get(path.name, set()) if own == "run" else set())
+        where = path.relative_to(PACKAGE.parent)
+        assert reached <= allowed, f"{where} imports gcbench/real/{sorted(reached - allowed)}/"
 
 
-def test_the_shared_real_part_reaches_backends_through_the_registry():
-    """The shared part names no backend's folder (it asks the cluster registry for the backend's class), save
-    where a variant's run class is decided."""
-    shared = sorted(REAL.glob("*.py")) + [
-        p for folder in REAL_SHARED_FOLDERS for p in sorted((REAL / folder).glob("*.py"))
-    ]
-    for path in shared:
-        reached = {real_folder(name) for name, _ in imports(path)} - {None} - REAL_SHARED_FOLDERS
-        reached -= REAL_SHARED_REACHES.get(path.name, set()) if path.parent == REAL else set()
-        assert not reached, f"{path.relative_to(PACKAGE.parent)} imports gcbench/real/{sorted(reached)}/"
+def test_a_backends_run_class_imports_only_the_run_interface():
+    """ddp/ and local/ declare run/'s interface (TrainingRun) and keep its checkpoints; nothing else of a run's
+    life (the session, the setup, the one master's run) is theirs to import."""
+    for path in sorted(REAL.glob("*/*.py")):
+        if path.parent.name not in REAL_BACKENDS:
+            continue
+        of_run = {name for name, _ in imports(path) if real_folder(name) == "run"}
+        where = path.relative_to(PACKAGE.parent)
+        assert of_run <= REAL_RUN_INTERFACE, f"{where} imports {sorted(of_run - REAL_RUN_INTERFACE)}"

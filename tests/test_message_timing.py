@@ -238,7 +238,7 @@ def test_a_real_worker_sends_each_message_once_its_partitions_are_computed():
     message ``compute`` would send, its losses those of the partitions computed by then, the overhead slept in
     even shares per partition."""
     pytest.importorskip("torch", reason="torch is part of the [real] extra")
-    from gcbench.real.gradient_worker import GradientWorker
+    from gcbench.real.wallclock.gradient_worker import GradientWorker
     from gcbench.training.batches import PartitionSampler
 
     from realhelpers import DATA

@@ -86,7 +86,7 @@ training: {dataset: synthetic, batch_size: 48, eval_every: 3, device: cpu}
 def test_a_messages_log_survives_a_checkpoint_and_a_damaged_one_is_refused():
     """A real run keeps its messages table's rows in its checkpoints (key ``messages``)."""
     pytest.importorskip("torch", reason="torch is part of the [real] extra")
-    from gcbench.real.checkpoint import _structure_problem
+    from gcbench.real.run.checkpoint import _structure_problem
     from gcbench.results.messages import MessageLog
 
     log = MessageLog()

@@ -14,7 +14,7 @@ OVERHEAD = {"distribution": "exponential", "rate": 5.0}
 
 def test_a_worker_sleeps_its_overhead_after_computing_and_reports_it_as_injected():
     """In process (no Ray): the delay a job sleeps is straggling's penalty plus the overhead the master sent."""
-    from gcbench.real.gradient_worker import GradientWorker
+    from gcbench.real.wallclock.gradient_worker import GradientWorker
     from gcbench.training.batches import PartitionSampler
 
     sc = scenario({"scheme": "fr", "s": 1})

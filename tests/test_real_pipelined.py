@@ -60,7 +60,7 @@ def test_a_restarted_worker_has_lost_its_cache_says_so_and_refills_it(caplog):
 def test_a_resumed_run_counts_steps_on_and_refills_the_caches_its_new_workers_lack(caplog):
     """A run continuing at iteration 3 (as ``--resume`` does) starts fresh workers: step 3 refills every cache,
     so its decode is 0 steps stale and step 4's 1 (counted from step 0, they would read 3 and 4)."""
-    from gcbench.real.variant import VariantRun
+    from gcbench.real.run.variant_run import VariantRun
 
     from realhelpers import DATA
 

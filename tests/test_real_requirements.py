@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gcbench.cli import app
-from gcbench.real.requirements import INSTALL
+from gcbench.real.run.requirements import INSTALL
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,7 +17,7 @@ import fakereal  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from gcbench.cli import app  # noqa: E402
-from gcbench.real.session import turns  # noqa: E402
+from gcbench.real.run.session import turns  # noqa: E402
 
 runner = CliRunner()
 fake_ray = fakereal.fake_ray  # the fixture
@@ -214,7 +214,7 @@ def test_a_stopped_variant_makes_the_status_stopped(tmp_path, fake_ray):
 
 
 def test_results_are_written_at_every_checkpoint_while_running(tmp_path, fake_ray, monkeypatch):
-    import gcbench.real.session as session
+    import gcbench.real.run.session as session
 
     seen = []
     original = session.Session.flush

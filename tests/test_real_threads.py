@@ -1,5 +1,5 @@
 """A real run's processes compute on the threads they are given, torch's and every BLAS library's alike
-(gcbench/real/threads.py): OpenBLAS keeps a thread a core of its own, and its spare threads spin against the
+(gcbench/real/wallclock/threads.py): OpenBLAS keeps a thread a core of its own, and its spare threads spin against the
 other workers computing on the same cores (QSGD's norm in every worker doubled the gradients' wall time on 4
 workers and 2 cores)."""
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKER = """
 import json, numpy, threadpoolctl, torch
 threadpoolctl.threadpool_limits(limits=2, user_api="blas")  # as OpenBLAS starts on a 2-core machine
-from gcbench.real.gradient_worker import GradientWorker
+from gcbench.real.wallclock.gradient_worker import GradientWorker
 from gcbench.models.straggling import NoStraggling
 setup = {"device": "cpu", "model": "softmax", "classes": 10, "seed": 0, "samples": 64, "batch_size": 16,
          "straggling": NoStraggling(), "compression": {"name": "qsgd"}}
@@ -42,7 +42,7 @@ def test_a_worker_process_computes_on_one_thread_of_torch_and_of_every_blas():
 def test_compute_threads_holds_torch_and_blas_then_restores_them():
     import torch
 
-    from gcbench.real.threads import compute_threads
+    from gcbench.real.wallclock.threads import compute_threads
 
     def blas() -> set[int]:
         return {lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"}

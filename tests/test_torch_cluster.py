@@ -201,7 +201,7 @@ def test_gcbench_run_refuses_an_unknown_backend_naming_all_three(tmp_path):
 def test_a_drawn_crash_in_a_training_run_is_replaced_given_its_data_and_training_goes_on():
     """FR s=1 on 4 workers, worker 2 crashed by the failure model in iteration 1 (downtime 0.05 s): its
     replacement gets its shards and computes again; every iteration decodes exactly and steps."""
-    from gcbench.real.variant import VariantRun
+    from gcbench.real.run.variant_run import VariantRun
 
     sc = scenario({"scheme": "fr", "s": 1}, failures={"model": "crash", "probability": 0.0, "downtime": 0.05},
                   iterations=5)  # fmt: skip
@@ -466,9 +466,9 @@ def test_evaluations_take_no_time_on_the_runs_clock(policy, monkeypatch):
     simulator, so times to a target accuracy compare: the next iteration starts less than that after the one
     before it ended (what is left is the master's own step). Both kinds of run that evaluate: the parameter
     server's master and the DDP baseline's driver."""
-    import gcbench.real.ddp.run as ddp_run
-    import gcbench.real.variant as variant
-    from gcbench.real.runner import run_variant
+    import gcbench.real.ddp.ddp_run as ddp_run
+    import gcbench.real.run.variant_run as variant
+    from gcbench.real.run.standalone import run_variant
 
     def slow_evaluation(*args):
         time.sleep(EVALUATION)

@@ -1,4 +1,4 @@
-"""Every run a real session trains declares the one interface (gcbench/real/training_run.py), and what a resume or
+"""Every run a real session trains declares the one interface (gcbench/real/run/training_run.py), and what a resume or
 an interruption says of it comes from what it declares, not from which backend made it."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import pytest
 
 pytest.importorskip("torch", reason="torch is part of the [real] extra")
 
-from gcbench.real.ddp.run import DDPRun  # noqa: E402
-from gcbench.real.local.run import LocalRun  # noqa: E402
-from gcbench.real.run import interrupted_sentence  # noqa: E402
-from gcbench.real.training_run import TrainingRun  # noqa: E402
-from gcbench.real.variant import VariantRun  # noqa: E402
+from gcbench.real.ddp.ddp_run import DDPRun  # noqa: E402
+from gcbench.real.local.local_run import LocalRun  # noqa: E402
+from gcbench.real.run.setup import interrupted_sentence  # noqa: E402
+from gcbench.real.run.training_run import TrainingRun  # noqa: E402
+from gcbench.real.run.variant_run import VariantRun  # noqa: E402
 
 
 @pytest.mark.parametrize("cls", [VariantRun, DDPRun, LocalRun])

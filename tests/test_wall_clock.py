@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gcbench.real import clock as clock_module
-from gcbench.real.clock import WallClock
+from gcbench.real.wallclock.clock import WallClock
 
 
 @pytest.fixture

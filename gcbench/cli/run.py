@@ -1,5 +1,6 @@
 """`gcbench run`: the scenario's variants trained for real, `--resume` an interrupted run, or `--sim`; what the run
-says (resuming, interrupted, the summary). gcbench/real/run.py sets the run up and gcbench/real/session.py trains."""
+says (resuming, interrupted, the summary). gcbench/real/run/setup.py sets the run up and gcbench/real/run/session.py
+trains."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from gcbench.errors import GcbenchError, did_you_mean
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from gcbench.real.run import RealRun
+    from gcbench.real.run.setup import Outcome
 
 
 def _backend_help() -> str:
@@ -66,7 +67,7 @@ def run(
     Ctrl-C (exit 130) and SIGTERM (exit 143) keep the checkpoints and the rows so far; --resume DIR continues.
     """
     if real:  # before anything else: the one sentence a user without the [real] extra needs
-        from gcbench.real.requirements import REAL_MODULES, require_real_extra
+        from gcbench.real.run.requirements import REAL_MODULES, require_real_extra
 
         known = {entry.name: entry for entry in real_backends()}  # (an unknown one is refused next, by name)
         require_real_extra(modules=known[backend].modules if backend in known else REAL_MODULES)
@@ -79,7 +80,7 @@ def run(
             return
         simulate_scenario(scenario, out, None, True, wide_console(), overrides=overrides, force=force)
         return
-    from gcbench.real.run import serve_as_helper
+    from gcbench.real.run.setup import serve_as_helper
 
     check_backend(backend)
     if serve_as_helper(backend):  # (under torchrun, every rank but the driver's)
@@ -88,7 +89,7 @@ def run(
     training.update(data_dir=data_dir, device=device)
     choose = {"variants": variants, "seeds": seeds, "sets": sets}
     if check:
-        from gcbench.real.run import checked_run
+        from gcbench.real.run.setup import checked_run
 
         if resume is not None:
             raise GcbenchError("--check checks a new run; a resumed one was checked when it began.")
@@ -98,61 +99,27 @@ def run(
         given = {"--out": out, "--iterations": iterations, "--batch-size": batch_size, "--lr": lr, "--model": model}
         given.update({"--dataset": dataset, "--data-dir": data_dir, "--device": device, "--variants": variants})
         refuse_with_resume({**given, "--seeds": seeds, "--set": sets or None, "--force": force or None})
-    run_real(scenario, backend, out, address, iterations, training, wide_console(), resume, choose, force)
-
-
-def run_real(
-    path: Path,
-    backend: str,
-    out: Path | None,
-    address: str | None,
-    iterations: int | None,
-    training: dict,
-    console: Console,
-    resume: Path | None = None,
-    choose: dict[str, str | None] | None = None,
-    force: bool = False,
-) -> Path:
-    """A new real run of the scenario file, or (``resume``) the rest of an interrupted one."""
-    from gcbench.real.run import complete_sentence, new_run, resumed_run
-
-    if resume is not None:
-        run = resumed_run(resume)
-        if run.complete:
-            say(console, complete_sentence(run))
-            return run.out
-    else:
-        run = new_run(path, backend, out, iterations, training, choose, force)
-    run.check_backend()  # before the data is read and Ray starts
-    with run.driving():
-        return _train(run, address, console)
-
-
-def _train(run: RealRun, address: str | None, console: Console) -> Path:
-    """Train the session (gcbench/real/run.py's ``train``) and print how it ended; on Ctrl-C or SIGTERM, what was
-    kept, and exit 130 or 143."""
     from gcbench.cli.progress import RunProgress
-    from gcbench.real.run import train
+    from gcbench.real.run.setup import RunRequest, real_run
 
-    outcome = train(run, address, lambda: RunProgress(console), lambda line: say(console, line))
-    if outcome.status == "interrupted":
-        say(console, outcome.message)
-        raise SystemExit(outcome.exit_code)
-    if outcome.status == "complete":
-        say(console, outcome.message)
-        return run.out
-    report(outcome.session, outcome.status, run.out, console)
-    return run.out
+    console = wide_console()
+    request = RunRequest(scenario, backend, out, iterations, training, choose, force, resume)
+    report(real_run(request, address, lambda: RunProgress(console), lambda line: say(console, line)), console)
 
 
-def report(session, status: str, out: Path, console: Console) -> None:
-    """The summary table, test accuracies and where the files are; exit 2 if a variant stopped early."""
+def report(outcome: Outcome, console: Console) -> None:
+    """How the run ended: on Ctrl-C or SIGTERM what was kept (exit 130 or 143); otherwise the summary table, test
+    accuracies and where the files are (exit 2 if a variant stopped early)."""
     from gcbench.cli.summary import print_summary
-    from gcbench.real.run import write_summary
     from gcbench.results.summary import interval_note
     from gcbench.scenario.describe import scenario_sentence
 
-    iterations, summary = write_summary(session, out)
+    if outcome.status in ("interrupted", "complete"):
+        say(console, outcome.message)
+        if outcome.status == "interrupted":
+            raise SystemExit(outcome.exit_code)
+        return
+    session, iterations, summary = outcome.session, outcome.iterations, outcome.summary
     say(console, scenario_sentence(session.scenario))
     print_summary(summary, [], console, session.scenario.variants)
     if note := interval_note(summary):
@@ -161,11 +128,11 @@ def report(session, status: str, out: Path, console: Console) -> None:
     for (variant, seed), last in evaluated[["accuracy", "iteration"]].last().iterrows():
         after = int(last["iteration"]) + 1
         say(console, f"{variant}, seed {seed}: test accuracy {last['accuracy']:.1%} after {after} iterations")
-    say(console, f"results: {out}")
-    if status == "stopped":
+    say(console, f"results: {outcome.out}")
+    if outcome.status == "stopped":
         raise GcbenchError(
             f"{len(session.stopped)} variant(s) stopped early ({', '.join(session.stopped)}); "
-            f"the iterations they finished are in {out}."
+            f"the iterations they finished are in {outcome.out}."
         )
 
 

@@ -63,7 +63,7 @@ def check_ray_options(ray: bool, address: str | None, jobs: int | None) -> None:
     if ray and jobs is not None:
         raise GcbenchError("--jobs sets the processes on this machine, and with --ray Ray runs the tasks; drop one.")
     if ray:
-        from gcbench.real.requirements import INSTALL, missing_real_modules
+        from gcbench.real.run.requirements import INSTALL, missing_real_modules
 
         if "ray" in missing_real_modules():
             raise GcbenchError(

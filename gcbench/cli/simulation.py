@@ -44,7 +44,7 @@ def simulate_scenario(
         changes["iterations"] = iterations
     points = load_simulation(path, changes, out, force)
     if trains_in_simulator(points):
-        from gcbench.real.requirements import TRAINING_MODULES, require_real_extra
+        from gcbench.real.run.requirements import TRAINING_MODULES, require_real_extra
 
         require_real_extra(
             "scenarios that train in the simulator", "or set training.in_simulator: false", TRAINING_MODULES

@@ -29,7 +29,7 @@ class BackendEntry:
     ``clock``: ``virtual`` (the simulator's own cluster) or ``wall`` (a backend of ``gcbench run``).
     ``protocol``: its class is a ``Cluster`` on the protocol, held to the conformance suite (False: a real
     backend that runs without one, the local backend). ``modules``: what it imports of the [real] extra,
-    checked before a run starts (gcbench/real/requirements.py)."""
+    checked before a run starts (gcbench/real/run/requirements.py)."""
 
     name: str
     location: str

@@ -2,7 +2,7 @@
 
 It is a policy in the scenario so it sits in every table and figure beside the coded variants, but no
 master runs it: ``gcbench run`` starts n torch.distributed ranks that train with
-``torch.nn.parallel.DistributedDataParallel`` (gcbench/real/ddp/run.py). ``gcbench simulate`` refuses it.
+``torch.nn.parallel.DistributedDataParallel`` (gcbench/real/ddp/ddp_run.py). ``gcbench simulate`` refuses it.
 """
 
 from __future__ import annotations

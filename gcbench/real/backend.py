@@ -26,7 +26,7 @@ class RealBackend:
     @classmethod
     def runs(cls, scenario, data, out: Path) -> list[Any]:
         """Every (variant, seed) run, seed by seed, each picking up its checkpoint under ``out`` if it has one."""
-        from gcbench.real.runner import run_class
+        from gcbench.real.run.standalone import run_class
 
         folder = out / "checkpoints"
         return [

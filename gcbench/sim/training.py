@@ -4,7 +4,7 @@ A scenario with ``training.in_simulator`` runs the one master with a learner
 (gcbench.training.learner) on a ``TrainingCluster``: how long each job takes
 still comes from the models (the same draws, so the tables' times equal an
 untrained run's), and what it computes is what a real worker computes
-(gcbench/real/gradient_worker.py): ``shard_gradient`` per partition of its load on the
+(gcbench/real/wallclock/gradient_worker.py): ``shard_gradient`` per partition of its load on the
 weights published before the job was submitted, then ``scheme.encode``.
 
 A job computes only when its result is delivered, so an abandoned job costs

@@ -1,10 +1,10 @@
 """A pipelined worker's cache: its latest gradient (and loss) of each partition it holds, and the step whose
 weights computed it (gcbench/coding/pipelined.py).
 
-The simulator's in-process workers (gcbench/sim/training.py) and the real ones (gcbench/real/gradient_worker.py)
-keep one each, so both modes compute the same partitions at the same steps. An empty cache (the first job, or
-a worker restarted after a crash, whose process lost it) is filled in one job on that job's weights: every
-held partition is computed, so the first decode is already of a whole gradient.
+The simulator's in-process workers (gcbench/sim/training.py) and the real ones
+(gcbench/real/wallclock/gradient_worker.py) keep one each, so both modes compute the same partitions at the same
+steps. An empty cache (the first job, or a worker restarted after a crash, whose process lost it) is filled in one
+job on that job's weights: every held partition is computed, so the first decode is already of a whole gradient.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 It joins the driver's channel (gcbench/real/processes/channel.py, as a torch-cluster worker does), takes its
 setup (its partition's shard, the model, the hook, its straggling and overhead draws), joins the n ranks'
-process group (gloo or NCCL: gcbench/real/ddp/run.py's rank_devices) and trains the blocks of iterations it is
+process group (gloo or NCCL: gcbench/real/ddp/ddp_run.py's rank_devices) and trains the blocks of iterations it is
 told to with ``torch.nn.parallel.DistributedDataParallel``. Each iteration it reports its times and its
 partition's loss; rank 0 also sends the weights and optimizer state after each block (evaluation and
 checkpoints are the driver's). It ignores Ctrl-C (the driver ends it) and exits when its driver is gone.
@@ -25,7 +25,7 @@ import torch.distributed as dist
 
 from gcbench.real.processes import channel
 from gcbench.real.processes.child import orphan_watch, receive
-from gcbench.real.threads import limit_process_threads
+from gcbench.real.wallclock.threads import limit_process_threads
 from gcbench.training.batches import PartitionSampler
 from gcbench.training.device import synchronize
 from gcbench.training.gradients import FlatModel, to_inputs, warm_up_on_shard

@@ -14,7 +14,7 @@ class LocalBackend(RealBackend):
 
     @classmethod
     def runs(cls, scenario, data, out: Path) -> list[Any]:
-        from gcbench.real.local.run import LocalRun
+        from gcbench.real.local.local_run import LocalRun
 
         return [LocalRun(scenario, seed, data) for seed in scenario.seeds]
 

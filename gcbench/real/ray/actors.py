@@ -1,4 +1,4 @@
-"""What a Ray actor adds to the worker logic every backend runs (gcbench/real/gradient_worker.py): its data
+"""What a Ray actor adds to the worker logic every backend runs (gcbench/real/wallclock/gradient_worker.py): its data
 comes from the object store.
 
 The cluster hands ``load`` each partition's object reference inside a list, so Ray passes it unresolved;
@@ -8,7 +8,7 @@ restarted actor gets its data again without the driver sending it.
 
 from __future__ import annotations
 
-from gcbench.real import gradient_worker
+from gcbench.real.wallclock import gradient_worker
 
 
 class GradientWorker(gradient_worker.GradientWorker):

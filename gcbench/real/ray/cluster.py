@@ -1,7 +1,7 @@
 """The Ray cluster: n worker actors behind the cluster protocol, in wall time.
 
 With a Dataset, ``start`` puts the partitions' shards in the object store and
-starts GradientWorker actors that train (gcbench/real/gradient_worker.py); without one
+starts GradientWorker actors that train (gcbench/real/wallclock/gradient_worker.py); without one
 (a timing-only run, the cluster conformance suite) each job sleeps its modelled
 compute time, the run's ``busy`` draw, and its result is held back for the
 network's latency and transfer, as the simulator's would be.
@@ -24,7 +24,7 @@ and a reply still being sent then would be lost with it (seen on a loaded
 machine), so a drawn crash would take finished work with it.
 
 The clock, the draws, the events known ahead of their time and the bookkeeping
-of exits and restarts are every wall-clock cluster's (gcbench/real/wall_cluster.py).
+of exits and restarts are every wall-clock cluster's (gcbench/real/wallclock/wall_cluster.py).
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from typing import Any, ClassVar
 
 from gcbench.cluster import Job, Restart
 from gcbench.errors import GcbenchError
-from gcbench.real.clock import WallClock
 from gcbench.real.processes import alive
 from gcbench.real.ray.streams import StreamedJobs
-from gcbench.real.wall_cluster import ClusterStuck, WallClockCluster, log
+from gcbench.real.wallclock.clock import WallClock
+from gcbench.real.wallclock.wall_cluster import ClusterStuck, WallClockCluster, log
 from gcbench.scenario.draws import RunDraws
 
 # ray.wait runs no Python signal handler until it returns: waiting in slices this long, a SIGTERM or Ctrl-C is
@@ -91,7 +91,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
     def start(self, data=None) -> None:
         """Start the actors: GradientWorkers holding their partitions of ``data``, or sleepers without data.
         A clock of the cluster's own starts once every worker is ready."""
-        from gcbench.real.job_worker import SleepingWorker
+        from gcbench.real.wallclock.job_worker import SleepingWorker
 
         options = {"concurrency_groups": {"control": 1}, "num_cpus": 0, "max_restarts": -1}
         if data is None:
@@ -241,7 +241,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
         except ray.exceptions.RayActorError:
             return None
         except ray.exceptions.RayTaskError as error:
-            from gcbench.real.job_worker import WorkerRestarted
+            from gcbench.real.wallclock.job_worker import WorkerRestarted
 
             if isinstance(error.cause, WorkerRestarted):  # restarted unnoticed (it died idle): give it its data
                 return None

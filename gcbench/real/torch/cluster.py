@@ -4,7 +4,7 @@ The driver is the master (rank 0 of every channel). ``start`` opens a TCPStore
 on a free loopback port and spawns the workers (gcbench/real/torch/worker.py);
 each worker session talks to the master over its own channel, two two-rank gloo
 groups on CPU (gcbench/real/processes/channel.py says why), whose receiver thread
-feeds the cluster's one queue (gcbench/real/processes/session.py). What a worker
+feeds the cluster's one queue (gcbench/real/processes/worker_session.py). What a worker
 computes is what a Ray worker computes: without data each job sleeps its
 modelled compute time (the run's ``busy`` draw) and its result is held back for
 the network's latency and transfer; with a Dataset it trains on its
@@ -25,7 +25,7 @@ does). A worker crashed for good (``downtime: null``) is dead from that job's
 submission and is not replaced.
 
 The clock, the draws, the events known ahead of their time and the bookkeeping
-of exits and restarts are every wall-clock cluster's (gcbench/real/wall_cluster.py).
+of exits and restarts are every wall-clock cluster's (gcbench/real/wallclock/wall_cluster.py).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from gcbench.cluster import Job, Restart
-from gcbench.real.clock import WallClock
-from gcbench.real.wall_cluster import ClusterStuck, WallClockCluster
+from gcbench.real.wallclock.clock import WallClock
+from gcbench.real.wallclock.wall_cluster import ClusterStuck, WallClockCluster
 from gcbench.scenario.draws import RunDraws
 
 _scopes = itertools.count()  # under torchrun, the clusters of one run share a store: each its own keys
@@ -127,7 +127,7 @@ class TorchCluster(WallClockCluster):
         return store, LocalLauncher(store, self.timeout), ""
 
     def _spawn(self, w: int):
-        from gcbench.real.processes.session import WorkerSession
+        from gcbench.real.processes.worker_session import WorkerSession
 
         return WorkerSession(w, next(self.numbers), self.launcher, self.timeout, self.scope)
 

@@ -7,12 +7,17 @@ import subprocess
 import sys
 
 from gcbench.real.processes import channel, zygote
-from gcbench.real.processes.session import start_worker, stop, worker_environment
+from gcbench.real.processes.worker_session import start_worker, stop, worker_environment
 from gcbench.real.torch.worker import SPARE
 
 WORKER = "gcbench.real.torch.worker"  # the module a worker session runs (python -m, or a zygote's fork)
 # what the zygote imports before it forks: a fork computes its first job without importing anything
-PRELOAD = (WORKER, "gcbench.real.job_worker", "gcbench.real.gradient_worker", "gcbench.real.processes.child")
+PRELOAD = (
+    WORKER,
+    "gcbench.real.wallclock.job_worker",
+    "gcbench.real.wallclock.gradient_worker",
+    "gcbench.real.processes.child",
+)
 
 
 class LocalLauncher:

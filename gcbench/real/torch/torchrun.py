@@ -71,7 +71,7 @@ def master_address() -> tuple[str, int]:
 
 # -- the master's side --------------------------------------------------------------------------------------
 class RemoteLauncher:
-    """Starts worker sessions through the agents (the ``launcher`` of gcbench/real/processes/session.py)."""
+    """Starts worker sessions through the agents (the ``launcher`` of gcbench/real/processes/worker_session.py)."""
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
@@ -136,7 +136,7 @@ def stop_agents() -> None:
 # -- a worker rank's side -----------------------------------------------------------------------------------
 def serve_agent(worker: int, timeout: float) -> None:
     """Worker ``worker``'s agent: start and stop its sessions as the master asks, until the run is over."""
-    from gcbench.real.processes.session import start_worker
+    from gcbench.real.processes.worker_session import start_worker
     from gcbench.real.torch.launcher import worker_command
 
     store = shared_store(timeout)

@@ -1,7 +1,7 @@
 """A worker process of the torch.distributed cluster (gcbench/real/torch/cluster.py): one worker session.
 
-It computes what a Ray worker computes, with the same classes every backend runs (gcbench/real/job_worker.py's
-SleepingWorker for a timing-only run, gcbench/real/gradient_worker.py's GradientWorker for one that trains):
+It computes what a Ray worker computes, with the same classes every backend runs (gcbench/real/wallclock/job_worker.py's
+SleepingWorker for a timing-only run, gcbench/real/wallclock/gradient_worker.py's GradientWorker for one that trains):
 only the transport differs. Its receiving thread takes the master's messages off the channel
 (gcbench/real/processes/channel.py):
 an ``abandon`` takes effect at once (the computing job checks it between partitions and while it sleeps),
@@ -33,7 +33,7 @@ def serve(worker: int, session: int, port: int, timeout: float, host: str = "127
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (in a process group of its own anyway: the master ends it)
 
     from gcbench.real.processes import channel
-    from gcbench.real.threads import limit_process_threads
+    from gcbench.real.wallclock.threads import limit_process_threads
 
     limit_process_threads(1)
     rendezvous = channel.scoped(channel.store(port, timeout, host), scope)
@@ -57,7 +57,7 @@ def serve(worker: int, session: int, port: int, timeout: float, host: str = "127
 
 def _assignment(rendezvous, number: int) -> tuple[int, int]:
     """A spare process: what it needs before a job imported, wait to be told which worker and session it is."""
-    import gcbench.real.gradient_worker  # noqa: F401
+    import gcbench.real.wallclock.gradient_worker  # noqa: F401
 
     key = f"spare{number}"
     while not rendezvous.check([key]):
@@ -68,10 +68,10 @@ def _assignment(rendezvous, number: int) -> tuple[int, int]:
 
 def _worker(worker: int, spec: dict[str, Any] | None):
     if spec is None:
-        from gcbench.real.job_worker import SleepingWorker
+        from gcbench.real.wallclock.job_worker import SleepingWorker
 
         return SleepingWorker(worker)
-    from gcbench.real.gradient_worker import GradientWorker
+    from gcbench.real.wallclock.gradient_worker import GradientWorker
 
     return GradientWorker(worker, spec["scheme"], spec["setup"])
 

@@ -1,7 +1,7 @@
 """The worker that trains, on every wall-clock backend: holds the data of its partitions, computes their
 gradients, encodes, sleeps the injected delay.
 
-Abandonment, the drawn crash and the restart check are every worker's (gcbench/real/job_worker.py): the
+Abandonment, the drawn crash and the restart check are every worker's (gcbench/real/wallclock/job_worker.py): the
 process exits (``os._exit``) as a crashed job starts, and the backend starts it again (Ray restarts the
 actor; the torch cluster a replacement process). The backend then gives it its partitions' data again
 (``load``), and the next job brings the current weights. Under a pipelined scheme the worker keeps its
@@ -22,8 +22,8 @@ import torch
 
 from gcbench.coding import make_scheme
 from gcbench.compression import MessageCompressor, compressor_from
-from gcbench.real.job_worker import JobWorker
-from gcbench.real.threads import limit_process_threads
+from gcbench.real.wallclock.job_worker import JobWorker
+from gcbench.real.wallclock.threads import limit_process_threads
 from gcbench.training.batches import PartitionSampler
 from gcbench.training.cache import PartitionCache
 from gcbench.training.device import synchronize, to_host, worker_device

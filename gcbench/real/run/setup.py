@@ -1,5 +1,6 @@
-"""A real run from the command line's choices to a session ready to train: a new run's scenario, results directory
-and run.json, or an interrupted run's, taken up where its checkpoints left it (gcbench/cli/run.py prints).
+"""A real run from the command line's choices to its summary (``real_run``): a new run's scenario, results directory
+and run.json, or an interrupted run's, taken up where its checkpoints left it; checked, trained and summarised, with
+an ``Outcome`` that gcbench/cli/run.py prints.
 
 Nothing here imports torch at import time, so the checks of a scenario and of run.json answer before it loads.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,8 @@ import pandas as pd
 
 from gcbench.cluster import backend_class
 from gcbench.errors import GcbenchError
-from gcbench.real.resume import continued, finished_before_status, read_run_json, resumed_scenario
-from gcbench.real.scenario import (
+from gcbench.real.run.resume import continued, finished_before_status, read_run_json, resumed_scenario
+from gcbench.real.run.scenario import (
     check_real,
     real_scenario,
     refuse_pipelined_without_caches,
@@ -139,21 +140,63 @@ def refuse_checkpoints(out: Path) -> None:
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a run's training ended: ``complete`` (nothing was left to train), ``trained`` or ``stopped`` (a variant
-    stopped early; ``session`` holds what it trained), or ``interrupted`` by a signal (``message``: what was kept
-    and how to resume; ``exit_code``: 130 for SIGINT, 143 for SIGTERM)."""
+    """How a real run ended: ``complete`` (a resumed run had nothing left to train), ``trained`` or ``stopped`` (a
+    variant stopped early; ``session`` holds what it trained, ``iterations`` and ``summary`` its tables, written to
+    ``out``), or ``interrupted`` by a signal (``message``: what was kept and how to resume; ``exit_code``: 130 for
+    SIGINT, 143 for SIGTERM)."""
 
     status: str
     session: Any = None
     message: str = ""
     exit_code: int = 0
+    out: Path | None = None
+    iterations: pd.DataFrame | None = None
+    summary: pd.DataFrame | None = None
+
+
+def real_run(
+    request: RunRequest, address: str | None, display: Callable[[], Any], say: Callable[[str], None]
+) -> Outcome:
+    """A real run from the command line's choices to its summary.csv: a new run of the scenario file, or the rest of
+    the interrupted run in ``request.resume``; checked against the backend and this machine before the data is read
+    and Ray starts, trained in the backend's frame (``driving``), then summarised. ``display()`` makes the progress
+    display once the backend has started; ``say`` prints a line. The caller prints the outcome."""
+    if request.resume is not None:
+        run = resumed_run(request.resume)
+        if run.complete:
+            return Outcome("complete", message=complete_sentence(run), out=run.out)
+    else:
+        run = new_run(request.path, request.backend, request.out, request.iterations, request.training,
+                      request.choose, request.force)  # fmt: skip
+    run.check_backend()
+    with run.driving():
+        outcome = train(run, address, display, say)
+        if outcome.status in ("trained", "stopped"):
+            iterations, summary = write_summary(outcome.session, run.out)
+            outcome = replace(outcome, iterations=iterations, summary=summary)
+    return replace(outcome, out=run.out)
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What the command line asks of a real run: the scenario file and backend, with its overrides, or an
+    interrupted run's directory to resume (whose run.json then says everything else)."""
+
+    path: Path
+    backend: str
+    out: Path | None = None
+    iterations: int | None = None
+    training: dict[str, Any] = field(default_factory=dict)
+    choose: dict[str, Any] | None = None
+    force: bool = False
+    resume: Path | None = None
 
 
 def train(run: RealRun, address: str | None, display: Callable[[], Any], say: Callable[[str], None]) -> Outcome:
     """Train the run to its end, or until Ctrl-C or SIGTERM, which leave its checkpoints and rows as they are.
     ``display()``: the progress display, made once the backend has started; ``say``: a line to print (data
     decoding, the runs a resume continues). The caller prints the outcome."""
-    from gcbench.real.session import EXIT_CODES, Terminated, sigterm_as_interrupt
+    from gcbench.real.run.session import EXIT_CODES, Terminated, sigterm_as_interrupt
 
     guard, started = sigterm_as_interrupt(), []
     try:
@@ -179,7 +222,7 @@ def open_session(run: RealRun, address: str | None, display: Callable[[], Any], 
     """The session, ready to train: data loaded, checkpoints checked, Ray started (SIGTERM handled after it);
     None if there is nothing left to do. ``display()``: the session's progress display, made once the backend has
     started; ``say``: progress lines while the data is decoded, and the runs a resume continues."""
-    from gcbench.real.session import Session, build_runs
+    from gcbench.real.run.session import Session, build_runs
     from gcbench.training.data import load_data
 
     data = load_data(run.scenario, say)

@@ -28,8 +28,8 @@ from typing import Any
 from gcbench.cluster import Cluster, Failure, Job, Restart, Result, message_fractions
 from gcbench.master import RunStuck
 from gcbench.real.backend import RealBackend
-from gcbench.real.clock import WallClock
-from gcbench.real.due_events import DueEvents
+from gcbench.real.wallclock.clock import WallClock
+from gcbench.real.wallclock.due_events import DueEvents
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes, message_delay
 
 log = logging.getLogger("gcbench")
@@ -118,9 +118,9 @@ class WallClockCluster(RealBackend, Cluster):
         self, worker: int, job: int, row: int, crash: bool, batch: int | None = None, version: int | None = None,
         tasks: tuple[tuple[int, int], ...] | None = None,
     ) -> Job:  # fmt: skip
-        if version is not None and not self.computes_earlier_weights:  # (gcbench/real/scenario.py refuses it)
+        if version is not None and not self.computes_earlier_weights:  # (gcbench/real/run/scenario.py refuses it)
             raise NotImplementedError(f"the {self.name} backend's workers compute on the weights published last only")
-        if tasks is not None and not self.computes_earlier_weights:  # (gcbench/real/scenario.py refuses it)
+        if tasks is not None and not self.computes_earlier_weights:  # (gcbench/real/run/scenario.py refuses it)
             raise NotImplementedError(f"the {self.name} backend's workers run one task a job, not mini-tasks")
         handle = Job(worker, job, row, self.now, crash)
         if worker in self._dead:

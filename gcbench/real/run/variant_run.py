@@ -18,10 +18,10 @@ import torch
 from gcbench.cluster import cluster_class
 from gcbench.errors import GcbenchError
 from gcbench.master import SynchronousMaster, decoding_quality, master_for
-from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
-from gcbench.real.clock import WallClock
-from gcbench.real.threads import EVALUATION_THREADS, compute_threads, master_threads
-from gcbench.real.training_run import OnIteration, TrainingRun
+from gcbench.real.run.checkpoint import load_checkpoint, save_checkpoint
+from gcbench.real.run.training_run import OnIteration, TrainingRun, VariantStopped
+from gcbench.real.wallclock.clock import WallClock
+from gcbench.real.wallclock.threads import EVALUATION_THREADS, compute_threads, master_threads
 from gcbench.results.messages import MessageLog
 from gcbench.results.recorder import RunRecorder
 from gcbench.results.rows import identity, restore, row_dicts, table_columns
@@ -36,14 +36,6 @@ from gcbench.training.learner import Learner
 # (iterations done, loss, test accuracy or NaN) after each iteration
 
 DRAIN_SECONDS = 5.0  # at the end of a block, how long to wait for abandoned work to report its timings
-
-
-class VariantStopped(GcbenchError):
-    """A variant could not go on (e.g. its cluster is stuck); carries the tables of the iterations it finished."""
-
-    def __init__(self, message: str, iterations: pd.DataFrame, workers: pd.DataFrame) -> None:
-        super().__init__(message)
-        self.iterations, self.workers = iterations, workers
 
 
 def cluster_for(scenario: Scenario, variant, scheme, seed: int, draws, clock: WallClock, backend: str = "ray"):

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from gcbench.real.variant import VariantRun, VariantStopped
+from gcbench.real.run.training_run import VariantStopped
+from gcbench.real.run.variant_run import VariantRun
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.training.data import Dataset
 
@@ -19,7 +20,7 @@ def run_class(variant: Variant) -> type:
     """What trains a variant: the one master (VariantRun), or for a policy that runs without one (allreduce)
     the DDP baseline's ranks (DDPRun, torch.distributed processes) on any backend. Decided here only."""
     if not variant.policy.needs_master:
-        from gcbench.real.ddp.run import DDPRun
+        from gcbench.real.ddp.ddp_run import DDPRun
 
         return DDPRun
     return VariantRun

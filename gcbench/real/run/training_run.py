@@ -10,6 +10,17 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from gcbench.errors import GcbenchError
+
+
+class VariantStopped(GcbenchError):
+    """A variant could not go on (e.g. its cluster is stuck); carries the tables of the iterations it finished."""
+
+    def __init__(self, message: str, iterations: pd.DataFrame, workers: pd.DataFrame) -> None:
+        super().__init__(message)
+        self.iterations, self.workers = iterations, workers
+
+
 OnIteration = Callable[[int, float, float], None]  # (iterations done, the latest loss, the latest test accuracy)
 
 

@@ -22,9 +22,8 @@ from typing import Any, Protocol
 import pandas as pd
 
 from gcbench.cluster import backend_class
-from gcbench.real.runner import block_end
-from gcbench.real.training_run import OnIteration
-from gcbench.real.variant import VariantStopped
+from gcbench.real.run.standalone import block_end
+from gcbench.real.run.training_run import OnIteration, VariantStopped
 from gcbench.results.metadata import utc_now
 from gcbench.results.store import write_messages, write_metadata, write_tables
 from gcbench.scenario.schema import Scenario

@@ -76,7 +76,7 @@ def check_real(scenario: Scenario, path: Path) -> None:
 
 def refuse_pipelined_without_caches(scenario: Scenario, backend: str) -> None:
     """A pipelined scheme needs workers that keep its cached partition gradients between jobs
-    (gcbench/real/gradient_worker.py), which a backend declares (``keeps_caches``)."""
+    (gcbench/real/wallclock/gradient_worker.py), which a backend declares (``keeps_caches``)."""
     pipelined = [v for v in scenario.variants if scheme_class(v.scheme).pipelined]
     if pipelined and not backend_class(backend).keeps_caches:
         keeping = " or ".join(f"--backend {e.name}" for e in real_backends() if backend_class(e.name).keeps_caches)

@@ -1,7 +1,7 @@
 """The worker logic every wall-clock backend runs, whatever carries its jobs (a Ray actor, a torch.distributed
 worker process): abandonment, the drawn crash, the restart check, the injected sleep; and the worker of a run
 that does not train, whose job sleeps the modelled compute time. The worker that trains is
-gcbench/real/gradient_worker.py.
+gcbench/real/wallclock/gradient_worker.py.
 
 A running job is never interrupted, so abandonment is cooperative: the
 backend hands ``abandon`` to the worker at once (Ray: in the actor's "control"

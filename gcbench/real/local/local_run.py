@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from gcbench.real.local.train import train_local
-from gcbench.real.training_run import OnIteration, TrainingRun
+from gcbench.real.run.training_run import OnIteration, TrainingRun
 from gcbench.scenario.schema import Scenario
 from gcbench.training.data import Dataset
 from gcbench.training.device import resolve_device

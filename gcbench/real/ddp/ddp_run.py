@@ -23,13 +23,12 @@ import torch
 
 from gcbench import stops
 from gcbench.errors import GcbenchError
-from gcbench.real.checkpoint import load_checkpoint, save_checkpoint
-from gcbench.real.clock import WallClock
 from gcbench.real.processes import channel, zygote
-from gcbench.real.processes.session import WorkerSession, start_worker, worker_environment
-from gcbench.real.threads import EVALUATION_THREADS, compute_threads
-from gcbench.real.training_run import OnIteration, TrainingRun
-from gcbench.real.variant import VariantStopped
+from gcbench.real.processes.worker_session import WorkerSession, start_worker, worker_environment
+from gcbench.real.run.checkpoint import load_checkpoint, save_checkpoint
+from gcbench.real.run.training_run import OnIteration, TrainingRun, VariantStopped
+from gcbench.real.wallclock.clock import WallClock
+from gcbench.real.wallclock.threads import EVALUATION_THREADS, compute_threads
 from gcbench.results.recorder import RunRecorder
 from gcbench.results.rows import identity, restore, row_dicts, table_columns
 from gcbench.scenario.build import scheme_for
@@ -189,7 +188,7 @@ class DDPRun(TrainingRun):
         self.flat.optimizer.load_state_dict(state["optimizer"])
         accuracy = np.nan
         if end % self.scenario.training.eval_every == 0 or end == self.scenario.iterations:
-            self.clock.pause()  # (between iterations, and on no clock: as in gcbench/real/variant.py)
+            self.clock.pause()  # (between iterations, and on no clock: as in gcbench/real/run/variant_run.py)
             with compute_threads(EVALUATION_THREADS):
                 accuracy = evaluate_master(self.model, self.data, self.scenario.training.batch_size)
             self.clock.resume()
