@@ -75,7 +75,7 @@ def test_a_real_sr_sgc_run_does_not_continue_from_a_checkpoint(monkeypatch, tmp_
     """Its last B jobs' results, waiting for their decode, are not in a checkpoint: it says so rather than
     decode those jobs from nothing."""
     from gcbench.errors import GcbenchError
-    from gcbench.real import variant as variant_run
+    from gcbench.real.run import variant_run
     from gcbench.training.data import synthetic
 
     monkeypatch.setattr(variant_run, "load_checkpoint", lambda *args: {"next_iteration": 3})

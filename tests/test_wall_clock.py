@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gcbench.real import clock as clock_module
+from gcbench.real.wallclock import clock as clock_module
 from gcbench.real.wallclock.clock import WallClock
 
 
