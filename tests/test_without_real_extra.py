@@ -34,7 +34,7 @@ sys.meta_path.insert(0, _WithoutRealExtra())
 def pytest_without_real_extra(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     (tmp_path / "sitecustomize.py").write_text(BLOCKER)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    command = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *args]
+    command = [sys.executable, "-m", "pytest", "-n0", "-q", "-rs", "-p", "no:cacheprovider", *args]
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
