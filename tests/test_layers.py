@@ -38,6 +38,8 @@ MAY_IMPORT = {
         "policies",
     },  # schema, loading, sweeps, the run's draws
     "results": {"errors", "stops"},  # plotting reads it, so it stays below what plotting may not import
+    # an emulated cluster on this machine (namespaces, shaped links): knows no scenario, scheme or backend
+    "emulation": {"errors"},
     "cluster": _BELOW_MASTER,  # the one master and the cluster protocol: no engine, no backend
     "master": _BELOW_MASTER | {"cluster"},
     "training": _BELOW_MASTER,  # torch models, data and gradients, for real mode and the simulator

@@ -1,0 +1,153 @@
+"""The emulated cluster's numbers (issue: a cluster with a network).
+
+Part 1, link fidelity: a 25 MB message sent between two emulated nodes over TCP, its measured rate of message bytes
+against the rate set, at 20 Mb/s, 100 Mb/s and 1 Gb/s each way (target: within 5%), and the rate of an unshaped
+link, the most this machine carries.
+
+Part 2, how uploads share a link: 4 senders start together, each sending 2.5 MB to a receiver on node 0, through
+one 100 Mb/s link (the receiver's downlink, as a master's ingress; or one node's uplink, its 4 workers'). When each
+message is complete, against the two models of a shared link: first in, first out (the k-th at k x 0.2 s) and
+fair sharing (all at 0.8 s).
+
+    python benchmarks/emulated_cluster.py [--repeats 3] [--size 25000000] [--part 1|2]
+
+Each rate is the median of ``--repeats`` transfers on a new pair of nodes; the time runs from the first byte sent
+to the receiver's count of them coming back (one round trip more than the transfer, under a millisecond here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from gcbench.emulation import EmulatedCluster, LinkRates, NodeSpec, require_namespaces
+
+MBIT = 1e6 / 8
+RATES = {"20 Mb/s": 20 * MBIT, "100 Mb/s": 100 * MBIT, "1 Gb/s": 1000 * MBIT, "unshaped": None}
+RECEIVER = """
+import socket, sys
+server = socket.create_server((sys.argv[1], 5001))
+print("listening", flush=True)
+connection, _ = server.accept()
+received = 0
+while chunk := connection.recv(1 << 20):
+    received += len(chunk)
+connection.sendall(str(received).encode())
+"""
+SENDER = """
+import socket, sys, time
+size = int(sys.argv[2])
+payload = b"x" * size
+connection = socket.create_connection((sys.argv[1], 5001))
+began = time.perf_counter()
+connection.sendall(payload)
+connection.shutdown(socket.SHUT_WR)
+assert int(connection.recv(64)) == size
+print(time.perf_counter() - began)
+"""
+
+
+def measured_rate(rate: float | None, size: int) -> float:
+    """Bytes a second of a ``size``-byte message from node 0 to node 1, both linked at ``rate`` each way."""
+    links = LinkRates(rate, rate)
+    with EmulatedCluster([NodeSpec(links), NodeSpec(links)]) as cluster:
+        address = cluster.addresses[1]
+        receiver = cluster.start_in(1, [sys.executable, "-c", RECEIVER, address], stdout=subprocess.PIPE, text=True)
+        receiver.stdout.readline()
+        sent = cluster.run_in(0, [sys.executable, "-c", SENDER, address, str(size)], capture_output=True, text=True,
+                              check=True, timeout=600)  # fmt: skip
+        receiver.wait(60)
+        return size / float(sent.stdout)
+
+
+SHARING_RECEIVER = """
+import json, socket, sys, threading, time
+flows = int(sys.argv[2])
+server = socket.create_server((sys.argv[1], 5001), backlog=flows)
+print("listening", flush=True)
+done = []
+def receive(connection):
+    while connection.recv(1 << 20):
+        pass
+    done.append(time.time())
+threads = [threading.Thread(target=receive, args=(server.accept()[0],)) for _ in range(flows)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(json.dumps(sorted(done)))
+"""
+SHARING_SENDER = """
+import socket, sys, time
+connection = socket.create_connection((sys.argv[1], 5001))
+payload, start = b"x" * int(sys.argv[2]), float(sys.argv[3])
+time.sleep(max(0.0, start - time.time()))
+connection.sendall(payload)
+connection.close()
+"""
+
+
+def sharing(shared: str, rate: float, size: int, flows: int = 4) -> list[float]:
+    """Seconds from a common start to each of ``flows`` messages being complete at node 0, the link they share
+    being node 0's downlink (``shared="ingress"``: one sender a node) or one node's uplink (``"uplink"``)."""
+    if shared == "ingress":
+        nodes = [NodeSpec(LinkRates(None, rate))] + [NodeSpec(LinkRates(rate, None)) for _ in range(flows)]
+        senders = list(range(1, flows + 1))
+    else:
+        nodes, senders = [NodeSpec(), NodeSpec(LinkRates(rate, None))], [1] * flows
+    with EmulatedCluster(nodes) as cluster:
+        address = cluster.addresses[0]
+        receiver = cluster.start_in(0, [sys.executable, "-c", SHARING_RECEIVER, address, str(flows)],
+                                    stdout=subprocess.PIPE, text=True)  # fmt: skip
+        receiver.stdout.readline()
+        start = time.time() + 1.0
+        sent = [cluster.start_in(node, [sys.executable, "-c", SHARING_SENDER, address, str(size), str(start)])
+                for node in senders]  # fmt: skip
+        for sender in sent:
+            sender.wait(120)
+        return [end - start for end in json.loads(receiver.stdout.readline())]
+
+
+def link_fidelity(repeats: int, size: int) -> None:
+    print(f"link fidelity: a {size / 1e6:.0f} MB message between two emulated nodes, median of {repeats}")
+    print(f"{'set':>10}  {'measured':>14}  {'error':>7}  runs (Mb/s)")
+    for name, rate in RATES.items():
+        runs = [measured_rate(rate, size) for _ in range(repeats)]
+        median = statistics.median(runs)
+        error = "" if rate is None else f"{median / rate - 1:+.1%}"
+        listed = ", ".join(f"{run / MBIT:.1f}" for run in runs)
+        print(f"{name:>10}  {median / MBIT:>9.1f} Mb/s  {error:>7}  {listed}")
+
+
+def link_sharing(repeats: int) -> None:
+    size, rate = 2_500_000, 100 * MBIT
+    print(f"link sharing: 4 messages of {size / 1e6} MB at once through one {rate / MBIT:.0f} Mb/s link; seconds "
+          f"to the k-th complete, median of {repeats}")  # fmt: skip
+    print("(first in, first out: 0.2 0.4 0.6 0.8; fair sharing: 0.8 each)")
+    for shared in ("ingress", "uplink"):
+        runs = np.array([sharing(shared, rate, size) for _ in range(repeats)])
+        median = " ".join(f"{value:.3f}" for value in np.median(runs, axis=0))
+        print(f"{'the receiver' if shared == 'ingress' else 'one node'}'s {shared}: {median}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--size", type=int, default=25_000_000)
+    parser.add_argument("--part", type=int, choices=(1, 2))
+    options = parser.parse_args()
+    require_namespaces()
+    if options.part in (None, 1):
+        link_fidelity(options.repeats, options.size)
+    if options.part in (None, 2):
+        link_sharing(options.repeats)
+
+
+if __name__ == "__main__":
+    main()

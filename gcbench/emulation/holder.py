@@ -1,0 +1,81 @@
+"""The first process of an emulated cluster's namespaces (``python -m gcbench.emulation.holder``, started by
+``unshare -rn --pid --fork --mount-proc``): it builds the bridge and the nodes, says where they are, and holds them
+until its standard input closes. It is the namespaces' init: when it exits, for whatever reason, the kernel ends
+every process started inside them, and the namespaces go with their last process.
+
+Protocol: one JSON line in (the nodes' addresses and link rates), one JSON line out (each node's process id, as
+seen inside), then it waits for end of input (the driver closing the pipe, or dying).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from gcbench.emulation.links import shaping
+
+BRIDGE = "gcbr"
+PREFIX = 24
+
+
+def run(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"`{' '.join(command)}` failed: {done.stderr.strip() or done.returncode}")
+
+
+def in_node(pid: int, command: list[str]) -> list[str]:
+    return ["nsenter", "-t", str(pid), "-n", "--", *command]
+
+
+def start_node() -> int:
+    """A process that holds a new network namespace for a node: it sleeps until the namespaces end."""
+    holder = subprocess.Popen(["unshare", "-n", "--", "sleep", "infinity"])
+    for _ in range(200):  # until it is in its own network namespace (unshare has run)
+        try:
+            with open(f"/proc/{holder.pid}/comm") as comm:
+                if comm.read().strip() == "sleep":
+                    return holder.pid
+        except FileNotFoundError:
+            break
+        time.sleep(0.005)
+    raise RuntimeError("a node's namespace did not start")
+
+
+def build(spec: dict) -> list[int]:
+    """The bridge, and each node's namespace joined to it by a veth pair, shaped both ways; the nodes' pids."""
+    run(["ip", "link", "set", "lo", "up"])
+    run(["ip", "link", "add", BRIDGE, "type", "bridge"])
+    run(["ip", "link", "set", BRIDGE, "up"])
+    pids = []
+    for k, node in enumerate(spec["nodes"]):
+        pid = start_node()
+        inside, outside = f"gcv{k}", f"gcb{k}"
+        run(["ip", "link", "add", inside, "type", "veth", "peer", "name", outside])
+        run(["ip", "link", "set", outside, "master", BRIDGE, "up"])
+        run(["ip", "link", "set", inside, "netns", str(pid)])
+        for command in (["ip", "link", "set", "lo", "up"], ["ip", "link", "set", inside, "name", "eth0"],
+                        ["ip", "addr", "add", f"{node['address']}/{PREFIX}", "dev", "eth0"],
+                        ["ip", "link", "set", "eth0", "up"], *shaping("eth0", node.get("up"))):  # fmt: skip
+            run(in_node(pid, command))
+        for command in shaping(outside, node.get("down")):
+            run(command)
+        pids.append(pid)
+    return pids
+
+
+def main() -> None:
+    spec = json.loads(sys.stdin.readline())
+    try:
+        pids = build(spec)
+    except (RuntimeError, OSError) as error:
+        print(json.dumps({"error": str(error)}), flush=True)
+        raise SystemExit(1) from None
+    print(json.dumps({"pids": pids}), flush=True)
+    sys.stdin.read()  # until the driver closes the pipe or dies; then every process inside ends with this one
+
+
+if __name__ == "__main__":
+    main()

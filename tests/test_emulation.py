@@ -1,0 +1,176 @@
+"""The emulated cluster (gcbench/emulation): nodes in network namespaces of one user namespace, no root, shaped
+links, and a teardown that leaves nothing however the driver ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gcbench.emulation import EmulatedCluster, LinkRates, NodeSpec, namespaces_refused
+from gcbench.emulation import cluster as cluster_module
+from gcbench.emulation.cluster import alive, descendants
+from gcbench.emulation.links import shaping
+from gcbench.errors import GcbenchError
+
+ROOT = Path(__file__).resolve().parents[1]
+REFUSED = namespaces_refused()
+needs_namespaces = pytest.mark.skipif(REFUSED is not None, reason=REFUSED or "")
+MBIT = 1e6 / 8  # bytes a second in a megabit a second
+
+RECEIVER = """
+import socket, sys
+server = socket.create_server((sys.argv[1], 5001))
+print("listening", flush=True)
+connection, _ = server.accept()
+received = 0
+while chunk := connection.recv(1 << 20):
+    received += len(chunk)
+connection.sendall(str(received).encode())
+"""
+SENDER = """
+import socket, sys, time
+size = int(sys.argv[2])
+connection = socket.create_connection((sys.argv[1], 5001))
+began = time.perf_counter()
+connection.sendall(b"x" * size)
+connection.shutdown(socket.SHUT_WR)
+received = int(connection.recv(64))
+print(received, time.perf_counter() - began)
+"""
+
+
+def transfer(cluster: EmulatedCluster, sender: int, receiver: int, size: int) -> tuple[int, float]:
+    """Bytes the receiver counted, and the seconds from the first byte sent to its count coming back."""
+    address = cluster.addresses[receiver]
+    listening = cluster.start_in(receiver, [sys.executable, "-c", RECEIVER, address], stdout=subprocess.PIPE, text=True)
+    assert listening.stdout.readline().strip() == "listening"
+    done = cluster.run_in(sender, [sys.executable, "-c", SENDER, address, str(size)], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    listening.wait(30)
+    received, seconds = done.stdout.split()
+    return int(received), float(seconds)
+
+
+def fake_proc(tmp_path: Path, **settings: str) -> Path:
+    for path, value in settings.items():
+        file = tmp_path / path.replace(".", "/")
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(value + "\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("sys.kernel.unprivileged_userns_clone", "0"),
+        ("sys.user.max_user_namespaces", "0"),
+        ("sys.kernel.apparmor_restrict_unprivileged_userns", "1"),
+    ],  # fmt: skip
+)
+def test_a_machine_that_forbids_user_namespaces_is_one_sentence_naming_the_setting(tmp_path, setting, value):
+    refused = namespaces_refused(fake_proc(tmp_path, **{setting: value}), trial=False)
+    name = setting.removeprefix("sys.")
+    assert refused is not None and f"{name} is {value}" in refused and refused.count(". ") == 0
+    assert refused.endswith(".")
+
+
+def test_allowing_settings_are_not_refused(tmp_path):
+    proc = fake_proc(tmp_path, **{"sys.kernel.unprivileged_userns_clone": "1", "sys.user.max_user_namespaces": "15",
+                                  "sys.kernel.apparmor_restrict_unprivileged_userns": "0"})  # fmt: skip
+    assert namespaces_refused(proc, trial=False) is None
+
+
+def test_a_link_is_shaped_to_carry_the_scenarios_rate_of_message_bytes():
+    """The bucket counts frames of 1514 bytes for 1448 of payload: its rate is the payload rate times that."""
+    (command,) = shaping("eth0", 100 * MBIT)
+    rate = command[command.index("rate") + 1]
+    assert rate == f"{round(100e6 * 1514 / 1448)}bit"
+    assert shaping("eth0", None) == []
+    with pytest.raises(ValueError, match="positive"):
+        LinkRates(up=0)
+
+
+@needs_namespaces
+def test_nodes_have_their_addresses_and_their_links_carry_no_more_than_their_rate():
+    """Two nodes at 20 Mb/s each way: each has its address and bucket, and 2 MB take at least the time the rate
+    allows (an upper bound on the rate, which a busy machine cannot break; benchmarks/emulated_cluster.py
+    measures how close it comes)."""
+    rate = 20 * MBIT
+    with EmulatedCluster([NodeSpec(LinkRates(rate, rate)), NodeSpec(LinkRates(rate, rate))]) as cluster:
+        assert cluster.addresses == ["10.9.0.1", "10.9.0.2"]
+        for node, address in enumerate(cluster.addresses):
+            shown = cluster.run_in(node, ["ip", "-j", "addr", "show", "eth0"], capture_output=True, text=True)
+            assert address in shown.stdout
+            qdiscs = json.loads(cluster.run_in(node, ["tc", "-j", "qdisc", "show", "dev", "eth0"],
+                                               capture_output=True, text=True).stdout)  # fmt: skip
+            assert [q["kind"] for q in qdiscs] == ["tbf"]
+        size = 2_000_000
+        received, seconds = transfer(cluster, 0, 1, size)
+        assert received == size
+        burst = 16 * 1024
+        assert seconds >= (size - 2 * burst) / (rate * 1.05)
+
+
+@needs_namespaces
+def test_closing_the_cluster_ends_every_process_inside_it():
+    with EmulatedCluster([NodeSpec(), NodeSpec()]) as cluster:
+        sleeper = cluster.start_in(1, ["sleep", "1000"])
+        deadline = time.monotonic() + 10
+        while not descendants(sleeper.pid) and time.monotonic() < deadline:  # (nsenter forks into the node)
+            time.sleep(0.01)
+        inside = cluster.processes() + descendants(sleeper.pid)
+        assert len(inside) == 4  # the holder, two nodes, the sleep
+    assert sleeper.wait(10) != 0  # ended by the kernel with the namespaces
+    assert not [pid for pid in inside if alive(pid)]
+
+
+DRIVER = """
+import json, sys, time
+from gcbench.emulation import EmulatedCluster, NodeSpec
+cluster = EmulatedCluster([NodeSpec(), NodeSpec()])
+cluster.start()
+sleeper = cluster.start_in(1, ["sleep", "1000"])
+time.sleep(0.5)
+from gcbench.emulation.cluster import descendants
+import os
+print(json.dumps(descendants(os.getpid())), flush=True)
+time.sleep(1000)
+"""
+
+
+@needs_namespaces
+def test_a_driver_killed_with_sigkill_takes_its_namespaces_and_their_processes_with_it():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        started = json.loads(driver.stdout.readline())
+        assert len(started) >= 5  # unshare, the holder, two nodes; nsenter and the sleep
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(10)
+        deadline = time.monotonic() + 10
+        while any(alive(pid) for pid in started) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [pid for pid in started if alive(pid)]
+    finally:
+        driver.kill()
+
+
+@needs_namespaces
+def test_a_failed_start_is_one_sentence_and_leaves_nothing(monkeypatch):
+    monkeypatch.setattr(cluster_module, "SUBNET", "10.9.300")  # no such address: the holder fails to build
+    cluster = EmulatedCluster([NodeSpec(), NodeSpec()])
+    before = set(descendants(os.getpid()))
+    with pytest.raises(GcbenchError, match="could not be built") as refused:
+        cluster.start()
+    assert "\n" not in str(refused.value)
+    time.sleep(0.2)
+    assert not [pid for pid in set(descendants(os.getpid())) - before if alive(pid)]
+    assert not cluster.running
