@@ -174,3 +174,130 @@ def test_a_failed_start_is_one_sentence_and_leaves_nothing(monkeypatch):
     time.sleep(0.2)
     assert not [pid for pid in set(descendants(os.getpid())) - before if alive(pid)]
     assert not cluster.running
+
+
+RAY_INSIDE = """
+import json, os, sys, time
+from gcbench.emulation import Nodes
+from gcbench.emulation.ray_nodes import node_resource, start_ray_nodes
+
+nodes = Nodes.from_environment()
+address = start_ray_nodes(nodes)
+import ray
+
+ray.init(address=address, log_to_driver=False)
+
+@ray.remote(num_cpus=0)
+def where():
+    import subprocess
+    return subprocess.run(["ip", "-4", "-o", "addr", "show", "eth0"], capture_output=True, text=True).stdout.split()[3]
+
+placed = [ray.get(where.options(resources={node_resource(k): 0.01}).remote()) for k in range(len(nodes.addresses))]
+alive = sum(node["Alive"] for node in ray.nodes())
+print(json.dumps({"alive": alive, "placed": placed, "scratch": sorted(os.listdir(nodes.scratch))}), flush=True)
+if sys.argv[1:] == ["hold"]:
+    time.sleep(1000)
+"""
+
+
+def ray_session_folders() -> set[str]:
+    return set(os.listdir("/tmp/ray")) if os.path.isdir("/tmp/ray") else set()
+
+
+@needs_namespaces
+@pytest.mark.slow
+def test_ray_spans_the_nodes_and_leaves_no_process_and_no_session_folder():
+    """A Ray head on node 0 and a Ray node on node 1: both alive, a task placed on each node runs at its address,
+    and after the cluster closes no Ray process and no session folder is left (they lived in the scratch folder)."""
+    pytest.importorskip("ray", reason="ray is part of the [real] extra")
+    before = ray_session_folders()
+    with EmulatedCluster([NodeSpec(), NodeSpec()]) as cluster:
+        scratch = cluster.scratch
+        done = cluster.run_in(0, [sys.executable, "-c", RAY_INSIDE], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, **cluster.inside()})  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+        inside = cluster.processes()
+    assert found["alive"] == 2
+    assert found["placed"] == ["10.9.0.1/24", "10.9.0.2/24"]
+    assert {"ray", "ray_auth_token"} <= set(found["scratch"])  # Ray's session went to the scratch folder
+    assert not [pid for pid in inside if alive(pid)]
+    assert not scratch.exists() and ray_session_folders() == before
+
+
+RAY_DRIVER = """
+import json, os, subprocess, sys, time
+from gcbench.emulation import EmulatedCluster, NodeSpec
+cluster = EmulatedCluster([NodeSpec(), NodeSpec()])
+cluster.start()
+inner = cluster.start_in(0, [sys.executable, "-c", sys.argv[1], "hold"], stdout=subprocess.PIPE, text=True,
+                         env={**os.environ, **cluster.inside()})
+inner.stdout.readline()
+from gcbench.emulation.cluster import descendants
+print(json.dumps({"pids": descendants(os.getpid()), "scratch": str(cluster.scratch)}), flush=True)
+time.sleep(1000)
+"""
+
+
+@needs_namespaces
+@pytest.mark.slow
+def test_a_killed_driver_takes_its_ray_nodes_and_their_session_files_with_it():
+    pytest.importorskip("ray", reason="ray is part of the [real] extra")
+    from gcbench.emulation.cluster import sweep_scratch
+
+    before = ray_session_folders()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    driver = subprocess.Popen([sys.executable, "-c", RAY_DRIVER, RAY_INSIDE], stdout=subprocess.PIPE, text=True,
+                              env=env)  # fmt: skip
+    try:
+        started = json.loads(driver.stdout.readline())
+        assert len(started["pids"]) >= 8  # unshare, the holder, two nodes, nsenter, the driver inside, Ray's own
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(10)
+        deadline = time.monotonic() + 15
+        while any(alive(pid) for pid in started["pids"]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [pid for pid in started["pids"] if alive(pid)]
+        scratch = Path(started["scratch"])
+        assert scratch.is_dir() and not list(scratch.iterdir())  # its memory file system went with the namespaces
+        sweep_scratch()  # (the next cluster's start removes the empty mount point)
+        assert not scratch.exists() and ray_session_folders() == before
+    finally:
+        driver.kill()
+
+
+GLOO_RANK = """
+import os, sys, time
+import torch
+import torch.distributed as dist
+
+rank, master = int(sys.argv[1]), sys.argv[2]
+os.environ["GLOO_SOCKET_IFNAME"] = "eth0"  # each rank's own interface (else gloo advertises 127.0.0.1)
+dist.init_process_group("gloo", init_method=f"tcp://{master}:29500", rank=rank, world_size=2)
+gradient = torch.full((1_250_000,), float(rank + 1))  # 5 MB of float32
+if rank == 1:
+    dist.send(gradient, dst=0)
+else:
+    began = time.perf_counter()
+    dist.recv(gradient, src=1)
+    print(float(gradient[0]), time.perf_counter() - began, flush=True)
+dist.destroy_process_group()
+"""
+
+
+@needs_namespaces
+@pytest.mark.slow
+def test_gloo_ranks_on_two_nodes_talk_over_the_shaped_link():
+    """torch.distributed's gloo across nodes, each rank on its node's own interface: a 5 MB gradient sent from node
+    1 to node 0 arrives whole, no faster than the 100 Mb/s link allows."""
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
+    rate = 100 * MBIT
+    with EmulatedCluster([NodeSpec(LinkRates(rate, rate)), NodeSpec(LinkRates(rate, rate))]) as cluster:
+        master = cluster.addresses[0]
+        ranks = [cluster.start_in(k, [sys.executable, "-c", GLOO_RANK, str(k), master], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for k in (0, 1)]  # fmt: skip
+        outputs = [rank.communicate(timeout=120) for rank in ranks]
+        assert [rank.returncode for rank in ranks] == [0, 0], outputs
+    value, seconds = (float(word) for word in outputs[0][0].split())
+    assert value == 2.0
+    assert seconds >= (5_000_000 - 2 * 16 * 1024) / (rate * 1.05)

@@ -7,8 +7,10 @@ pipe), ends the holder; as the namespaces' init its end takes every process star
 namespaces go with their last process. So a finished run, a Ctrl-C, a killed driver and a failed start all leave
 nothing behind.
 
-``start(node, argv)`` runs a command inside a node (its network, and the namespaces' user, process and mount
-namespaces), as ``nsenter`` does.
+``start_in(node, argv)`` runs a command inside a node (its network, and the namespaces' user, process and mount
+namespaces), as ``nsenter`` does. A process started inside with ``inside()``'s environment finds the other nodes
+there (``Nodes.from_environment()``), and a scratch folder of its own (``scratch``: a memory file system mounted
+in the cluster's mount namespace only, so what is written there goes with the namespaces, whatever ends them).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +31,8 @@ from gcbench.emulation.support import require_namespaces
 from gcbench.errors import GcbenchError
 
 SUBNET = "10.9.0"  # node k is SUBNET.(k + 1)
+ENVIRONMENT = "GCBENCH_EMULATED"  # how a process started inside finds the cluster: its nodes and scratch folder
+SCRATCH_PREFIX = "gcbench-emulated-"  # the scratch folder's mount point: gcbench-emulated-<pid>-<random> in /tmp
 START_TIMEOUT = 60.0  # seconds the namespaces may take to come up
 STOP_TIMEOUT = 10.0
 PR_SET_PDEATHSIG = 1
@@ -54,6 +59,8 @@ class EmulatedCluster:
         self.addresses = [f"{SUBNET}.{k + 1}" for k in range(len(nodes))]
         self._unshare: subprocess.Popen | None = None
         self._pids: list[int] = []  # each node's holding process, as this process sees it
+        self._inner: list[int] = []  # and as the processes inside see it
+        self.scratch: Path | None = None
 
     def __enter__(self) -> EmulatedCluster:
         self.start()
@@ -64,19 +71,23 @@ class EmulatedCluster:
 
     def start(self) -> None:
         require_namespaces()
+        sweep_scratch()
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
         command = ["unshare", "-rn", "--pid", "--fork", "--mount-proc", "--kill-child", sys.executable, "-m",
                    "gcbench.emulation.holder"]  # fmt: skip
         self._unshare = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)  # fmt: skip
         spec = {"nodes": [{"address": address, "up": node.links.up, "down": node.links.down}
-                          for address, node in zip(self.addresses, self.nodes, strict=True)]}  # fmt: skip
+                          for address, node in zip(self.addresses, self.nodes, strict=True)],
+                "scratch": str(self.scratch)}  # fmt: skip
         try:
             self._unshare.stdin.write(json.dumps(spec) + "\n")
             self._unshare.stdin.flush()
             reply = self._first_line()
             if "error" in reply:
                 raise GcbenchError(f"the emulated cluster could not be built: {reply['error']}")
-            self._pids = [self._outer_pid(inner) for inner in reply["pids"]]
+            self._inner = reply["pids"]
+            self._pids = [self._outer_pid(inner) for inner in self._inner]
         except BaseException:
             self.close()
             raise
@@ -112,6 +123,11 @@ class EmulatedCluster:
         pid = str(self._pids[node])
         return ["nsenter", "-t", pid, "--user", "--mount", "--pid", "--net", "--", *argv]
 
+    def inside(self) -> dict[str, str]:
+        """The environment a process started inside needs to find the other nodes (``Nodes.from_environment``)."""
+        described = {"addresses": self.addresses, "pids": self._inner, "scratch": str(self.scratch)}
+        return {ENVIRONMENT: json.dumps(described)}
+
     def start_in(self, node: int, argv: list[str], **popen) -> subprocess.Popen:
         """Start ``argv`` inside ``node`` (keyword arguments as subprocess.Popen's)."""
         return subprocess.Popen(self.command(node, argv), **popen)
@@ -135,6 +151,53 @@ class EmulatedCluster:
         except subprocess.TimeoutExpired:
             unshare.kill()  # (--kill-child then ends the holder, and the namespaces with it)
             unshare.wait()
+        scratch, self.scratch = self.scratch, None
+        if scratch is not None:
+            try:
+                scratch.rmdir()  # (empty here: what was written went with the namespaces' memory file system)
+            except OSError:
+                pass
+
+
+@dataclass(frozen=True)
+class Nodes:
+    """The emulated cluster as a process inside it sees it: the nodes' addresses, the scratch folder, and commands
+    that run in another node (this process being in the cluster's user namespace already, entering a node's network
+    namespace is enough)."""
+
+    addresses: list[str]
+    pids: list[int]  # each node's holding process, as the processes inside see it
+    scratch: Path
+
+    @classmethod
+    def from_environment(cls) -> Nodes | None:
+        """The cluster this process was started in (``EmulatedCluster.inside()``), or None outside one."""
+        described = os.environ.get(ENVIRONMENT)
+        if not described:
+            return None
+        values = json.loads(described)
+        return cls(values["addresses"], values["pids"], Path(values["scratch"]))
+
+    def command(self, node: int, argv: list[str]) -> list[str]:
+        return ["nsenter", "-t", str(self.pids[node]), "--net", "--", *argv]
+
+    def start_in(self, node: int, argv: list[str], **popen) -> subprocess.Popen:
+        return subprocess.Popen(self.command(node, argv), **popen)
+
+    def run_in(self, node: int, argv: list[str], **run) -> subprocess.CompletedProcess:
+        return subprocess.run(self.command(node, argv), **run)
+
+
+def sweep_scratch() -> None:
+    """Remove the empty mount points a cluster whose driver was killed left in the temporary folder (their
+    contents went with the namespaces; only the empty folder stays)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"):
+        owner = folder.name.removeprefix(SCRATCH_PREFIX).split("-")[0]
+        if owner.isdigit() and not alive(int(owner)):
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
 
 
 def descendants(pid: int) -> list[int]:

@@ -10,6 +10,8 @@ seen inside), then it waits for end of input (the driver closing the pipe, or dy
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -45,7 +47,9 @@ def start_node() -> int:
 
 
 def build(spec: dict) -> list[int]:
-    """The bridge, and each node's namespace joined to it by a veth pair, shaped both ways; the nodes' pids."""
+    """The scratch folder's memory file system, the bridge, and each node's namespace joined to it by a veth pair,
+    shaped both ways; the nodes' pids."""
+    run(["mount", "-t", "tmpfs", "-o", "mode=700", "gcbench-emulated", spec["scratch"]])
     run(["ip", "link", "set", "lo", "up"])
     run(["ip", "link", "add", BRIDGE, "type", "bridge"])
     run(["ip", "link", "set", BRIDGE, "up"])
@@ -66,6 +70,16 @@ def build(spec: dict) -> list[int]:
     return pids
 
 
+def reap(*_) -> None:
+    """As the namespaces' init, collect every orphan that exits (a daemon started inside, once its parent has
+    gone), so none stays a zombie."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+
+
 def main() -> None:
     spec = json.loads(sys.stdin.readline())
     try:
@@ -73,6 +87,7 @@ def main() -> None:
     except (RuntimeError, OSError) as error:
         print(json.dumps({"error": str(error)}), flush=True)
         raise SystemExit(1) from None
+    signal.signal(signal.SIGCHLD, reap)  # (after the build, whose commands it waits for itself)
     print(json.dumps({"pids": pids}), flush=True)
     sys.stdin.read()  # until the driver closes the pipe or dies; then every process inside ends with this one
 
