@@ -97,3 +97,24 @@ def test_a_partly_exact_variant_reports_its_exact_share():
         row["exact"], row["residual"] = True, 0.0
     lines = conclusions(summarize(pd.DataFrame(table + deadline), []), [])
     assert "is approximate: 50% of its decodes were exact, and the others had a residual of up to 1" in lines[1]
+
+
+def test_where_every_exact_variant_is_tied_with_the_fastest_it_says_nothing_is_decided():
+    """Noisy runs: at 6.0 the fastest exact variant's interval overlaps every other's, uncoded's included. Naming a
+    winner and its ties is true, but the plain reading is that these runs decide nothing; at 1.5 they do."""
+    table = []
+    for point, value in enumerate([1.5, 6.0]):
+        for variant, mean in (("uncoded", 0.30), ("FR s=2", 0.10), ("CR s=2", 0.20)):
+            # at 1.5 the seeds agree to 1%; at 6.0 every variant's seeds are 0.295 s give or take half (wide intervals)
+            for seed, scale in enumerate((1.0, 1.01, 0.99) if value < 2 else (1.0, 1.5, 0.5)):
+                base = mean if value < 2 else 0.295
+                table += rows(variant, point, value, [base * scale] * 10, seeds=1)
+                table[-10:] = [{**row, "seed": seed} for row in table[-10:]]
+    lines = conclusions(summarize(pd.DataFrame(table), [SWEEP]), [SWEEP])
+    undecided = [line for line in lines if "do not tell the exact variants apart" in line]
+    assert undecided == [
+        f"At {SWEEP} = 6.0, every exact variant's 95% interval overlaps the fastest's: these runs do not tell the "
+        "exact variants apart (more seeds or iterations would)."
+    ], lines
+    single = summarize(pd.DataFrame([r for r in table if r["point"] == 1]), [])
+    assert any(line.startswith("Every exact variant's 95% interval overlaps") for line in conclusions(single, []))

@@ -26,6 +26,7 @@ class PointVerdict:
     ties: list[str]  # exact variants whose interval overlaps the fastest's
     faster: list[pd.Series]  # approximate or stale rows faster than the fastest exact (beyond the intervals)
     intervals: bool  # whether the point's rows have 95% intervals
+    undecided: bool = False  # every other exact variant is tied with the fastest: the runs tell none apart
 
 
 def overlaps(a: pd.Series, b: pd.Series) -> bool:
@@ -49,7 +50,8 @@ def read_point(rows: pd.DataFrame, sweep_columns: list[str]) -> PointVerdict:
         for _, r in rows[rows["kind"] != "exact"].iterrows()
         if pd.notna(r["speedup"]) and r["mean"] < fastest["mean"] and not (intervals and overlaps(r, fastest))
     ]
-    return PointVerdict(where, value, fastest, ties, faster, intervals)
+    undecided = bool(others) and len(ties) == len(others)
+    return PointVerdict(where, value, fastest, ties, faster, intervals, undecided)
 
 
 def conclusions(summary: pd.DataFrame, sweep_columns: list[str]) -> list[str]:
@@ -59,6 +61,7 @@ def conclusions(summary: pd.DataFrame, sweep_columns: list[str]) -> list[str]:
     verdicts = [read_point(rows, sweep_columns) for _, rows in summary.groupby("point", sort=True)]
     baseline = summary["baseline"].iloc[0]
     lines = fastest_lines(verdicts, baseline, sweep_columns)
+    lines += undecided_lines(verdicts)
     lines += inexact_lines(verdicts, baseline)
     if not all(v.intervals for v in verdicts):
         lines.append("Without 95% intervals, close means may be noise.")
@@ -90,6 +93,23 @@ def fastest_lines(verdicts: list[PointVerdict], baseline: str, sweep_columns: li
         tied = f", tied within the 95% intervals with {', '.join(ties)}" if ties else ""
         parts.append(f"{first['variant']} {at}{speed_range(speeds, first['variant'], baseline)}{tied}")
     return [f"Fastest exact variant: {'; '.join(parts)}."]
+
+
+def undecided_lines(verdicts: list[PointVerdict]) -> list[str]:
+    """Where the fastest exact variant is tied with every other exact one, say plainly that nothing is decided."""
+    undecided = [v for v in verdicts if v.undecided]
+    if not undecided:
+        return []
+    if len(verdicts) == 1:
+        where = ""
+    elif undecided[0].value is not None:  # one swept column: its name once, then the values
+        column = undecided[0].where.split(" = ")[0]
+        where = f"At {column} = {', '.join(str(v.value) for v in undecided)}, "
+    else:
+        where = f"At {'; '.join(v.where for v in undecided)}, "
+    every = "every" if where else "Every"
+    return [f"{where}{every} exact variant's 95% interval overlaps the fastest's: these runs do not tell the exact "
+            "variants apart (more seeds or iterations would)."]  # fmt: skip
 
 
 def fastest_name(v: PointVerdict) -> str | None:
