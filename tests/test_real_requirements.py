@@ -49,7 +49,7 @@ def test_a_real_run_without_the_real_extra_says_how_to_install_it(backend, missi
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [
         f"error: real runs need the [real] extra ({missing} cannot be imported): install it with "
-        "pip install -e '.[real]' in a clone of gcbench, or pip install 'gcbench[real]', or simulate with --sim."
+        "pip install -e '.[real]' in a clone of gcbench, or simulate with --sim."
     ]
 
 
@@ -131,3 +131,13 @@ def test_training_in_the_simulator_without_the_real_extra_says_how_to_install_it
         "error: scenarios that train in the simulator need the [real] extra (torch, torchvision cannot be "
         f"imported): install it with {INSTALL}, or set training.in_simulator: false."
     ]
+
+
+def test_an_unknown_backend_is_named_before_the_real_extra_is_asked_for(monkeypatch):
+    """Without the extra, `--backend mpi` was told to install it: the backend's name is the first mistake."""
+    import gcbench.real.run.requirements as requirements
+
+    monkeypatch.setattr(requirements, "missing_real_modules", lambda modules=(): ["torch"])
+    result = CliRunner().invoke(app, ["run", "scenarios/cifar10.yaml", "--backend", "mpi"])
+    assert result.exit_code == 2
+    assert "--backend must be ray, torch or local, got 'mpi'" in result.output and "[real] extra" not in result.output

@@ -14,7 +14,9 @@ from gcbench.errors import GcbenchError
 
 @user_errors
 def calibrate(
-    runs: Annotated[list[Path], typer.Argument(help="Results directories of real runs of one cluster.")],
+    runs: Annotated[
+        list[Path], typer.Argument(metavar="RUNS...", help="Results directories of real runs of one cluster.")
+    ],
     out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the calibrated scenario (YAML).")],
     report: Annotated[
         Path | None, typer.Option("--report", help="Also write a report (Markdown and figures) to this directory.")

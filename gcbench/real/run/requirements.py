@@ -14,7 +14,7 @@ from gcbench.errors import GcbenchError
 
 REAL_MODULES = ("torch", "torchvision", "ray")
 TRAINING_MODULES = ("torch", "torchvision")  # what training needs without Ray: the torch and local backends
-INSTALL = "pip install -e '.[real]' in a clone of gcbench, or pip install 'gcbench[real]'"
+INSTALL = "pip install -e '.[real]' in a clone of gcbench"
 
 
 def missing_real_modules(modules: tuple[str, ...] = REAL_MODULES) -> list[str]:
