@@ -46,7 +46,7 @@ MAY_IMPORT = {
     # the conformance suites, and reference implementations (the SGC authors'-rules replay)
     "testing": _BELOW_MASTER | {"cluster", "master"},
     "sim": _BELOW_MASTER | {"cluster", "master", "training"},  # never real
-    "real": _BELOW_MASTER | {"cluster", "master", "training"},  # never sim
+    "real": _BELOW_MASTER | {"cluster", "master", "training", "emulation"},  # never sim
     "plot": {"errors", "stops", "results"},  # reads results files only: no engine, no scheme, no policy
     # the bridge from real to simulated: reads real runs' results, simulates the calibrated scenario, replays
     # sequential rounds with the master's bookkeeping, draws its report in plotting's style; never a real backend

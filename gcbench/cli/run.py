@@ -59,6 +59,14 @@ def run(
     check: Annotated[
         bool, typer.Option("--check", help="Check the scenario, backend and data for this run; train nothing.")
     ] = False,
+    emulate: Annotated[
+        bool,
+        typer.Option(
+            "--emulate",
+            help="Run on an emulated cluster of the scenario's topology on this machine: a network namespace a "
+            "node, links shaped to network.bandwidth, no root (docs/emulation.md).",
+        ),
+    ] = False,
 ) -> None:
     """Train the scenario's variants on Ray, torch.distributed or one process (--backend), or simulate with --sim.
 
@@ -66,11 +74,11 @@ def run(
 
     Ctrl-C (exit 130) and SIGTERM (exit 143) keep the checkpoints and the rows so far; --resume DIR continues.
     """
-    if real:  # before anything else: the one sentence a user without the [real] extra needs
-        from gcbench.real.run.requirements import REAL_MODULES, require_real_extra
+    if real:  # before anything else: a backend that does not exist, then the [real] extra it needs
+        from gcbench.real.run.requirements import require_real_extra
 
-        known = {entry.name: entry for entry in real_backends()}  # (an unknown one is refused next, by name)
-        require_real_extra(modules=known[backend].modules if backend in known else REAL_MODULES)
+        check_backend(backend)
+        require_real_extra(modules={entry.name: entry for entry in real_backends()}[backend].modules)
     if not real:
         from gcbench.scenario.overrides import command_line
 
@@ -82,12 +90,13 @@ def run(
         return
     from gcbench.real.run.setup import serve_as_helper
 
-    check_backend(backend)
     if serve_as_helper(backend):  # (under torchrun, every rank but the driver's)
         return
     training = {"batch_size": batch_size, "learning_rate": lr, "model": model, "dataset": dataset}
     training.update(data_dir=data_dir, device=device)
     choose = {"variants": variants, "seeds": seeds, "sets": sets}
+    if emulate:
+        emulated(scenario, backend, iterations, training, choose, resume, check)
     if check:
         from gcbench.real.run.setup import checked_run
 
@@ -105,6 +114,25 @@ def run(
     console = wide_console()
     request = RunRequest(scenario, backend, out, iterations, training, choose, force, resume)
     report(real_run(request, address, lambda: RunProgress(console), lambda line: say(console, line)), console)
+
+
+def emulated(path: Path, backend: str, iterations: int | None, training: dict, choose: dict, resume: Path | None,
+             check: bool) -> None:  # fmt: skip
+    """--emulate outside the emulated cluster: check what it needs, then run this command again inside its node 0
+    and exit as that run did. Inside it (or with --check, once checked), the run goes on here as any run does."""
+    import sys
+
+    from gcbench.real.run.emulated import check_emulated, inside_emulation, run_emulated
+    from gcbench.real.run.scenario import real_scenario
+    from gcbench.real.run.setup import resumed_run
+
+    if inside_emulation() is not None:
+        return
+    scenario = resumed_run(resume).scenario if resume is not None else real_scenario(path, iterations, training,
+                                                                                      **choose)  # fmt: skip
+    check_emulated(scenario, backend)
+    if not check:
+        raise SystemExit(run_emulated(scenario, sys.argv[1:]))
 
 
 def report(outcome: Outcome, console: Console) -> None:

@@ -75,8 +75,11 @@ class EmulatedCluster:
         self.scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
         command = ["unshare", "-rn", "--pid", "--fork", "--mount-proc", "--kill-child", sys.executable, "-m",
                    "gcbench.emulation.holder"]  # fmt: skip
+        # (a session of its own: a Ctrl-C in the terminal is this process's to handle, not the namespaces' end;
+        # they end when this process closes the pipe or dies)
         self._unshare = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)  # fmt: skip
+                                         stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent,
+                                         start_new_session=True)  # fmt: skip
         spec = {"nodes": [{"address": address, "up": node.links.up, "down": node.links.down}
                           for address, node in zip(self.addresses, self.nodes, strict=True)],
                 "scratch": str(self.scratch)}  # fmt: skip

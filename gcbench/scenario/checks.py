@@ -32,6 +32,8 @@ def cross_field_problems(scenario: ScenarioFields) -> list[str]:
     fixed = getattr(scenario.straggling, "workers", None) or []
     if any(w >= n for w in fixed):
         problems.append(f"straggling.workers: worker ids must be < workers ({n})")
+    if scenario.topology is not None:
+        problems += scenario.topology.problems(n)
     problems += contention_problems(scenario)
     variants = variant_problems(n, list(enumerate(scenario.variants)))
     return problems + size_problems(scenario) + variants + ([] if variants else training_problems(scenario))

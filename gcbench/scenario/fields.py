@@ -18,6 +18,7 @@ from gcbench.models.distributions import Distribution
 from gcbench.models.failures import Failures, NoFailures
 from gcbench.models.network import Network
 from gcbench.models.straggling import NoStraggling, Straggling
+from gcbench.models.topology import Topology
 from gcbench.models.traces import Trace
 from gcbench.policies import Decodable, Policy
 from gcbench.scenario.paths import MAX_INT
@@ -203,6 +204,8 @@ class ScenarioFields(Config):
     straggling: Straggling = NoStraggling()
     failures: Failures = NoFailures()
     network: Network = Network()
+    # the nodes the workers run on (null: a node a worker, as a cluster of one-worker machines)
+    topology: Topology | None = None
     master: Master = Master()
     # every variant's compression that gives none of its own (gcbench compressors; docs/compression.md)
     compression: Compression = Field(default_factory=NoCompression)

@@ -58,8 +58,14 @@ class RayCluster(StreamedJobs, WallClockCluster):
         """Start a local Ray instance, or join the cluster at ``address``, unless no run needs one (an allreduce
         variant's ranks are torch.distributed processes on any backend)."""
         if any(run.needs_cluster for run in runs):
+            from gcbench.emulation import Nodes
             from gcbench.real.ray.start import start_ray
 
+            nodes = Nodes.from_environment()
+            if nodes is not None:  # inside an emulated cluster (gcbench run --emulate): a Ray node on each node
+                from gcbench.emulation.ray_nodes import start_ray_nodes
+
+                address = start_ray_nodes(nodes)
             start_ray(address)
 
     @classmethod
@@ -97,7 +103,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
         if data is None:
             self.delay = self._modelled_delay()
             actor = self.ray.remote(**options)(SleepingWorker)
-            self.actors = [actor.remote(w) for w in range(self.n)]
+            self.actors = [actor.options(**self._placed(w)).remote(w) for w in range(self.n)]
         else:
             self.trains, self.delay = True, 0.0  # a real network's time is its own
             self.actors = self._gradient_workers(data, options)
@@ -115,7 +121,17 @@ class RayCluster(StreamedJobs, WallClockCluster):
         shards = [self.ray.put(shard) for shard in shards]
         self.data = [{j: [shards[j]] for j in self.scheme.partitions(w)} for w in range(self.n)]
         actor = self.ray.remote(**options)(GradientWorker)
-        return [actor.remote(w, spec, setup) for w in range(self.n)]
+        return [actor.options(**self._placed(w)).remote(w, spec, setup) for w in range(self.n)]
+
+    def _placed(self, w: int) -> dict:
+        """Worker w's actor options that keep it on its node of an emulated cluster (none elsewhere: Ray places it)."""
+        from gcbench.emulation import Nodes
+
+        if Nodes.from_environment() is None:
+            return {}
+        from gcbench.emulation.ray_nodes import node_resource
+
+        return {"resources": {node_resource(int(self.scenario.topology.node_of(self.n)[w])): 0.001}}
 
     def _wait_ready(self) -> None:
         pings = [actor.load.remote(held) for actor, held in zip(self.actors, self.data, strict=True)]

@@ -101,10 +101,11 @@ class Session:
         frames = [run.frames() for run in self.runs]
         iterations = [f for f, _ in frames if f is not None and len(f)]
         workers = [w for _, w in frames if w is not None and len(w)]
-        return (
-            pd.concat(iterations, ignore_index=True) if iterations else None,
-            pd.concat(workers, ignore_index=True) if workers else None,
-        )
+        workers = pd.concat(workers, ignore_index=True) if workers else None
+        topology = self.scenario.topology
+        if workers is not None and topology is not None:  # each worker's node (none without a topology)
+            workers["node"] = topology.node_of(self.scenario.workers)[workers["worker"].to_numpy()]
+        return pd.concat(iterations, ignore_index=True) if iterations else None, workers
 
     def messages_table(self) -> pd.DataFrame | None:
         """Every run's messages table (None: no run's workers send several messages)."""

@@ -85,6 +85,7 @@ def new_run(
     refuse_checkpoints(out)  # before check_out: a run with checkpoints is resumed, not overwritten
     check_out(out, force)
     extra = {"backend": backend, "cores": machine_cores(), "partition_shares": partition_shares(scenario)}
+    extra.update(emulated_cluster(scenario))
     meta = run_metadata("real", path, [SweepPoint({}, scenario)], extra)
     return RealRun(scenario, path, backend, out, meta)
 
@@ -104,6 +105,19 @@ def checked_run(path: Path, backend: str, iterations: int | None, training: dict
     what = f"{count} variant{'s' if count != 1 else ''} x {seeds} seed{'s' if seeds != 1 else ''}"
     where = f"would train on the {backend} backend; nothing was run."
     return f"{path}: {what} x {scenario.iterations} iterations {where}{data}"
+
+
+def emulated_cluster(scenario: Scenario) -> dict[str, Any]:
+    """run.json's record of the emulated cluster this run trains on (none outside one): each node's address and
+    link rates (bytes a second of message payload each way; null: unshaped), and each worker's node."""
+    from gcbench.real.run.emulated import inside_emulation, node_specs, worker_nodes
+
+    nodes = inside_emulation()
+    if nodes is None:
+        return {}
+    links = [{"up": spec.links.up, "down": spec.links.down} for spec in node_specs(scenario)]
+    nodes_record = [{"address": address, **link} for address, link in zip(nodes.addresses, links, strict=True)]
+    return {"emulated": {"nodes": nodes_record, "worker_nodes": worker_nodes(scenario)}}
 
 
 def machine_cores() -> int:

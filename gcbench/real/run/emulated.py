@@ -1,0 +1,87 @@
+"""`gcbench run --emulate`: the same run, on an emulated cluster of this machine (docs/emulation.md).
+
+This process builds the cluster from the scenario (its topology's nodes, each node's links shaped to
+``network.bandwidth`` both ways) and runs the command again inside node 0, where the run's driver and the master
+live; that run finds the nodes in its environment (gcbench.emulation.Nodes) and its backend spreads the workers
+over them (the Ray backend: a Ray node a node, each actor on its worker's node). A Ctrl-C or a SIGTERM is passed
+on to the run inside, which stops as a run on its own does (its checkpoints kept, exit 130 or 143); when it has
+ended, whatever way, the cluster goes, and everything started in it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+from gcbench.emulation import EmulatedCluster, LinkRates, Nodes, NodeSpec, require_namespaces
+from gcbench.errors import GcbenchError
+from gcbench.scenario.schema import Scenario
+
+EMULATED_BACKENDS = ("ray",)  # the backends that place their workers on the emulated nodes
+
+
+def inside_emulation() -> Nodes | None:
+    """The emulated cluster this process runs in (node 0's driver), or None."""
+    return Nodes.from_environment()
+
+
+def worker_nodes(scenario: Scenario) -> list[int]:
+    """Each worker's node, as the topology places it."""
+    return [int(node) for node in scenario.topology.node_of(scenario.workers)]
+
+
+def node_specs(scenario: Scenario) -> list[NodeSpec]:
+    """The topology's nodes, each linked at ``network.bandwidth`` both ways (null: unshaped)."""
+    rate = scenario.network.bandwidth
+    return [NodeSpec(LinkRates(rate, rate)) for _ in range(scenario.topology.nodes)]
+
+
+def check_emulated(scenario: Scenario, backend: str) -> None:
+    """What --emulate needs, refused in one sentence before anything starts."""
+    if scenario.topology is None:
+        raise GcbenchError("--emulate builds the scenario's topology; give it one (topology: {nodes: 2}, for example).")
+    if backend not in EMULATED_BACKENDS:
+        raise GcbenchError(f"--emulate runs on the {' or '.join(EMULATED_BACKENDS)} backend, not {backend}.")
+    if scenario.network.latency > 0:
+        raise GcbenchError(
+            "--emulate: network.latency cannot come from this kernel (it has no netem), so the emulated links add "
+            "none; set it to 0."
+        )
+    require_namespaces()
+
+
+def run_emulated(scenario: Scenario, argv: list[str]) -> int:
+    """Run ``gcbench`` with ``argv`` inside node 0 of the scenario's emulated cluster; its exit status."""
+    with EmulatedCluster(node_specs(scenario)) as cluster:
+        command = [sys.executable, "-m", "gcbench", *argv]
+        # (in a session of its own: a Ctrl-C in the terminal reaches this process, which passes it on to the run
+        # inside, and not nsenter, which would die of it and leave the run to end with the cluster, unsaved)
+        inner = cluster.start_in(0, command, env={**os.environ, **cluster.inside()}, start_new_session=True,
+                                 preexec_fn=_interruptible)  # fmt: skip
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+        for sig in previous:
+            signal.signal(sig, lambda received, _: _pass_on(inner, received))
+        try:
+            return inner.wait()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def _interruptible() -> None:
+    """(In the child, before nsenter runs.) A SIGINT passed on must interrupt the run inside, even where this
+    process was started with SIGINT ignored (a shell's background job is), which its children would inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _pass_on(nsenter: subprocess.Popen, sig: int) -> None:
+    """Send ``sig`` to the run inside (nsenter's child: nsenter itself only waits for it)."""
+    from gcbench.emulation.cluster import descendants
+
+    for pid in descendants(nsenter.pid)[:1]:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass

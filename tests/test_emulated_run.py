@@ -1,0 +1,161 @@
+"""`gcbench run --emulate`: a real run on an emulated cluster of its topology (gcbench/real/run/emulated.py): the
+workers on their nodes, their uploads over the shaped links, decodes exact, run.json and the workers table saying
+where each ran, and nothing left after the run or a Ctrl-C; what it cannot run refused in one sentence."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from gcbench.cli import app
+from gcbench.emulation import namespaces_refused
+
+ROOT = Path(__file__).resolve().parents[1]
+REFUSED = namespaces_refused()
+BANDWIDTH = 2_500_000  # bytes a second: the small CNN's 755 kB gradient takes 0.3 s over a link
+SCENARIO = f"""\
+name: emulated
+workers: 2
+iterations: 4
+compute: {{per_partition: {{distribution: exponential, rate: 20}}}}
+network: {{bandwidth: {BANDWIDTH}}}
+topology: {{nodes: 2, placement: spread}}
+variants:
+  - {{label: uncoded, scheme: uncoded, policy: wait_all}}
+  - {{scheme: fr, s: 1}}
+training: {{dataset: synthetic, batch_size: 24, eval_every: 2, device: cpu, checkpoint_every: 2}}
+"""
+
+
+def gcbench(*args: str, **popen) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "gcbench", *map(str, args)], cwd=ROOT, env=env, text=True,
+                            **popen)  # fmt: skip
+
+
+def leftovers(driver: int) -> list[str]:
+    """What the emulated cluster of the run whose driver was ``driver`` left: its scratch folder (named after the
+    driver), and any process whose command line names it (Ray's daemons and workers take it as their temporary
+    folder). Other tests' clusters, running beside this one, are not this run's."""
+    mark = f"gcbench-emulated-{driver}-"
+    processes = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+    return [line for line in processes if mark in line] + [name for name in os.listdir("/tmp") if name.startswith(mark)]
+
+
+@pytest.fixture(scope="module")
+def emulated_run(tmp_path_factory):
+    if REFUSED:
+        pytest.skip(REFUSED)
+    pytest.importorskip("ray", reason="ray is part of the [real] extra")
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
+    folder = tmp_path_factory.mktemp("emulated")
+    (folder / "s.yaml").write_text(SCENARIO)
+    run = gcbench("run", folder / "s.yaml", "--emulate", "--out", folder / "emulated", stdout=subprocess.PIPE,
+                  stderr=subprocess.STDOUT)  # fmt: skip
+    output, _ = run.communicate(timeout=600)
+    left = leftovers(run.pid)
+    local = gcbench("run", folder / "s.yaml", "--backend", "local", "--out", folder / "local", stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT)  # fmt: skip
+    local_output, _ = local.communicate(timeout=600)
+    assert local.returncode == 0, local_output
+    return folder, run.returncode, output, left
+
+
+@pytest.mark.slow
+def test_an_emulated_run_trains_every_iteration_exactly_and_leaves_nothing(emulated_run):
+    from gcbench.results import read_results
+
+    folder, code, output, left = emulated_run
+    assert code == 0, output
+    assert left == [], left
+    iterations, workers, meta = read_results(folder / "emulated")
+    assert meta["status"] == "complete" and len(iterations) == 2 * 4 and iterations["exact"].all()
+    local = read_results(folder / "local")[0]["loss"].to_numpy()
+    for _, frame in iterations.groupby("variant"):  # exact decodes: the single process's losses, to rounding
+        assert np.allclose(frame.sort_values("iteration")["loss"].to_numpy(), local, rtol=1e-5, atol=1e-6)
+    nodes = meta["emulated"]["nodes"]
+    assert [node["address"] for node in nodes] == ["10.9.0.1", "10.9.0.2"]
+    assert all(node["up"] == node["down"] == BANDWIDTH for node in nodes)
+    assert meta["emulated"]["worker_nodes"] == [0, 1]
+    assert workers.groupby("worker")["node"].first().to_dict() == {0: 0, 1: 1}
+
+
+@pytest.mark.slow
+def test_the_worker_on_the_other_node_uploads_over_its_shaped_link(emulated_run):
+    """Worker 0 shares node 0 with the master; worker 1's gradient (755 kB) crosses node 1's 2.5 MB/s link:
+    0.3 s a message, which node 0's worker does not pay."""
+    from gcbench.results import read_results
+
+    folder, code, output, _ = emulated_run
+    assert code == 0, output
+    workers = read_results(folder / "emulated")[1]
+    arrived = workers[workers["arrival"].notna()]
+    upload = (arrived["arrival"] - arrived["compute_end"] - arrived["injected_delay"]).groupby(arrived["node"])
+    link = 755_240 / BANDWIDTH
+    assert upload.median()[1] >= 0.8 * link
+    assert upload.median()[0] < 0.3 * link
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_an_emulated_run_keeps_its_checkpoints_and_leaves_nothing(tmp_path):
+    if REFUSED:
+        pytest.skip(REFUSED)
+    pytest.importorskip("ray", reason="ray is part of the [real] extra")
+    (tmp_path / "s.yaml").write_text(SCENARIO.replace("iterations: 4", "iterations: 40"))
+    out = tmp_path / "run"
+    run = gcbench("run", tmp_path / "s.yaml", "--emulate", "--out", out, stdout=subprocess.PIPE,
+                  stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    checkpoint = out / "checkpoints" / "variant0-seed0.pt"
+    deadline = time.monotonic() + 300
+    while not checkpoint.exists() and time.monotonic() < deadline and run.poll() is None:
+        time.sleep(0.2)
+    os.killpg(run.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole foreground group
+    output, _ = run.communicate(timeout=300)
+    assert run.returncode == 130, output
+    assert "interrupted (SIGINT)" in output and "Traceback" not in output, output
+    assert json.loads((out / "run.json").read_text())["status"] != "complete"
+    assert leftovers(run.pid) == []
+
+
+def scenario_file(tmp_path: Path, text: str = SCENARIO) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("change", "options", "sentence"),
+    [
+        (("topology: {nodes: 2, placement: spread}\n", ""), [], "--emulate builds the scenario's topology"),
+        (("", ""), ["--backend", "torch"], "--emulate runs on the ray backend, not torch."),
+        (
+            ("network: {bandwidth: 2500000}", "network: {bandwidth: 2500000, latency: 0.01}"),
+            [],
+            "network.latency cannot come from this kernel",
+        ),  # fmt: skip
+    ],
+)
+def test_what_emulate_cannot_run_is_one_sentence_and_exit_2(tmp_path, change, options, sentence):
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
+    path = scenario_file(tmp_path, SCENARIO.replace(*change))
+    result = CliRunner().invoke(app, ["run", str(path), "--emulate", "--check", *options])
+    assert result.exit_code == 2, result.output
+    assert sentence in result.output and "Traceback" not in result.output
+
+
+def test_the_simulator_refuses_a_topology_with_network_costs_it_does_not_model(tmp_path):
+    result = CliRunner().invoke(app, ["simulate", str(scenario_file(tmp_path)), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    assert "topology: the simulator does not model the links of a topology's nodes" in result.output
+    free = SCENARIO.replace(f"network: {{bandwidth: {BANDWIDTH}}}\n", "")
+    result = CliRunner().invoke(app, ["simulate", str(scenario_file(tmp_path, free)), "--out", str(tmp_path / "f")])
+    assert result.exit_code == 0, result.output
