@@ -159,3 +159,30 @@ def test_the_simulator_refuses_a_topology_with_network_costs_it_does_not_model(t
     free = SCENARIO.replace(f"network: {{bandwidth: {BANDWIDTH}}}\n", "")
     result = CliRunner().invoke(app, ["simulate", str(scenario_file(tmp_path, free)), "--out", str(tmp_path / "f")])
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    ("topology", "sentence"),
+    [
+        ("{nodes: 3}", "topology.nodes: 3 nodes for 2 workers would leave a node without one"),
+        ("{nodes: 2, placement: {0: [0], 2: [1]}}", "topology.placement: names node 2, and the nodes are 0 to 1"),
+        ("{nodes: 2, placement: {0: [0, 1], 1: [1]}}", "topology.placement: puts worker 1 on more than one node"),
+        ("{nodes: 2, placement: {0: [0]}}", "topology.placement: puts worker 1 on no node"),
+        ("{nodes: 2, placement: ring}", "topology.placement"),
+    ],
+)
+def test_a_placement_that_cannot_hold_the_workers_is_one_sentence_and_exit_2(tmp_path, topology, sentence):
+    text = SCENARIO.replace("topology: {nodes: 2, placement: spread}", f"topology: {topology}")
+    text = text.replace(f"network: {{bandwidth: {BANDWIDTH}}}\n", "")
+    result = CliRunner().invoke(app, ["simulate", str(scenario_file(tmp_path, text)), "--check"])
+    assert result.exit_code == 2, result.output
+    assert sentence in result.output and "Traceback" not in result.output
+
+
+def test_pack_and_spread_place_every_worker_on_a_node():
+    from gcbench.models.topology import Topology
+
+    assert Topology(nodes=2).node_of(5).tolist() == [0, 1, 0, 1, 0]
+    assert Topology(nodes=2, placement="pack").node_of(5).tolist() == [0, 0, 0, 1, 1]
+    assert Topology(nodes=3, placement="pack").node_of(4).tolist() == [0, 0, 1, 2]
+    assert Topology(nodes=2, placement={0: [1, 2], 1: [0]}).node_of(3).tolist() == [1, 0, 0]
