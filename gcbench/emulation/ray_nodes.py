@@ -21,6 +21,7 @@ from gcbench.emulation.cluster import Nodes
 from gcbench.errors import GcbenchError
 
 HEAD_PORT = 6379
+LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # 0: Ray keeps to 127.0.0.1 and refuses other nodes
 START_TIMEOUT = 120.0  # seconds a node may take to start and join
 
 
@@ -37,6 +38,9 @@ def ray_command() -> str:
 def start_ray_nodes(nodes: Nodes, cpus: int = 1) -> str:
     """Start the head on this process's node (node 0) and a node on each other, ``cpus`` logical CPUs each; set
     this process's environment so that ``ray.init`` on the returned address authenticates."""
+    # a local Ray instance's loopback-only switch (gcbench.real.ray.start sets it for one), inherited here, would
+    # refuse a second node: these nodes have addresses of their own
+    os.environ.pop(LOOPBACK_ONLY, None)
     token = nodes.scratch / "ray_auth_token"
     token.write_text(secrets.token_hex(32))
     token.chmod(0o600)
