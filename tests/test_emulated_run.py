@@ -186,3 +186,15 @@ def test_pack_and_spread_place_every_worker_on_a_node():
     assert Topology(nodes=2, placement="pack").node_of(5).tolist() == [0, 0, 0, 1, 1]
     assert Topology(nodes=3, placement="pack").node_of(4).tolist() == [0, 0, 1, 2]
     assert Topology(nodes=2, placement={0: [1, 2], 1: [0]}).node_of(3).tolist() == [1, 0, 0]
+
+
+def test_an_emulated_clusters_nodes_share_this_machines_cores(monkeypatch):
+    """Ray counts K nodes in an emulated cluster, but they are this machine's: the master's decode and step keep
+    to the cores the workers leave free, as on one node (without Ray being asked)."""
+    pytest.importorskip("ray", reason="ray is part of the [real] extra")
+    from gcbench.emulation.cluster import ENVIRONMENT
+    from gcbench.real.ray.cluster import RayCluster
+
+    described = {"addresses": ["10.9.0.1", "10.9.0.2"], "pids": [1, 2], "scratch": "/nonexistent"}
+    monkeypatch.setenv(ENVIRONMENT, json.dumps(described))
+    assert RayCluster.single_node() is True

@@ -70,9 +70,14 @@ class RayCluster(StreamedJobs, WallClockCluster):
 
     @classmethod
     def single_node(cls) -> bool:
-        """Ray may span machines: then the master's decode and step take every core here."""
+        """Ray may span machines: then the master's decode and step take every core here. An emulated cluster's
+        nodes are this machine's: they share its cores, however many Ray counts."""
         import ray
 
+        from gcbench.emulation import Nodes
+
+        if Nodes.from_environment() is not None:
+            return True
         return len([node for node in ray.nodes() if node.get("Alive")]) <= 1
 
     def __init__(self, scenario, scheme, draws: RunDraws, seed: int = 0, device: str | None = None,
