@@ -27,43 +27,19 @@ import time
 import numpy as np
 
 from gcbench.emulation import EmulatedCluster, LinkRates, NodeSpec, require_namespaces
+from gcbench.emulation.probe import transfer
 
 MBIT = 1e6 / 8
 RATES = {"20 Mb/s": 20 * MBIT, "100 Mb/s": 100 * MBIT, "1 Gb/s": 1000 * MBIT, "unshaped": None}
-RECEIVER = """
-import socket, sys
-server = socket.create_server((sys.argv[1], 5001))
-print("listening", flush=True)
-connection, _ = server.accept()
-received = 0
-while chunk := connection.recv(1 << 20):
-    received += len(chunk)
-connection.sendall(str(received).encode())
-"""
-SENDER = """
-import socket, sys, time
-size = int(sys.argv[2])
-payload = b"x" * size
-connection = socket.create_connection((sys.argv[1], 5001))
-began = time.perf_counter()
-connection.sendall(payload)
-connection.shutdown(socket.SHUT_WR)
-assert int(connection.recv(64)) == size
-print(time.perf_counter() - began)
-"""
 
 
 def measured_rate(rate: float | None, size: int) -> float:
     """Bytes a second of a ``size``-byte message from node 0 to node 1, both linked at ``rate`` each way."""
     links = LinkRates(rate, rate)
     with EmulatedCluster([NodeSpec(links), NodeSpec(links)]) as cluster:
-        address = cluster.addresses[1]
-        receiver = cluster.start_in(1, [sys.executable, "-c", RECEIVER, address], stdout=subprocess.PIPE, text=True)
-        receiver.stdout.readline()
-        sent = cluster.run_in(0, [sys.executable, "-c", SENDER, address, str(size)], capture_output=True, text=True,
-                              check=True, timeout=600)  # fmt: skip
-        receiver.wait(60)
-        return size / float(sent.stdout)
+        received, seconds = transfer(cluster, 0, 1, size)
+    assert received == size
+    return size / seconds
 
 
 SHARING_RECEIVER = """

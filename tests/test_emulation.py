@@ -17,46 +17,13 @@ from gcbench.emulation import EmulatedCluster, LinkRates, NodeSpec, namespaces_r
 from gcbench.emulation import cluster as cluster_module
 from gcbench.emulation.cluster import alive, descendants
 from gcbench.emulation.links import shaping
+from gcbench.emulation.probe import transfer
 from gcbench.errors import GcbenchError
 
 ROOT = Path(__file__).resolve().parents[1]
 REFUSED = namespaces_refused()
 needs_namespaces = pytest.mark.skipif(REFUSED is not None, reason=REFUSED or "")
 MBIT = 1e6 / 8  # bytes a second in a megabit a second
-
-RECEIVER = """
-import socket, sys
-server = socket.create_server((sys.argv[1], 5001))
-print("listening", flush=True)
-connection, _ = server.accept()
-received = 0
-while chunk := connection.recv(1 << 20):
-    received += len(chunk)
-connection.sendall(str(received).encode())
-"""
-SENDER = """
-import socket, sys, time
-size = int(sys.argv[2])
-connection = socket.create_connection((sys.argv[1], 5001))
-began = time.perf_counter()
-connection.sendall(b"x" * size)
-connection.shutdown(socket.SHUT_WR)
-received = int(connection.recv(64))
-print(received, time.perf_counter() - began)
-"""
-
-
-def transfer(cluster: EmulatedCluster, sender: int, receiver: int, size: int) -> tuple[int, float]:
-    """Bytes the receiver counted, and the seconds from the first byte sent to its count coming back."""
-    address = cluster.addresses[receiver]
-    listening = cluster.start_in(receiver, [sys.executable, "-c", RECEIVER, address], stdout=subprocess.PIPE, text=True)
-    assert listening.stdout.readline().strip() == "listening"
-    done = cluster.run_in(sender, [sys.executable, "-c", SENDER, address, str(size)], capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    listening.wait(30)
-    received, seconds = done.stdout.split()
-    return int(received), float(seconds)
 
 
 def fake_proc(tmp_path: Path, **settings: str) -> Path:
