@@ -167,17 +167,12 @@ if sys.argv[1:] == ["hold"]:
 """
 
 
-def ray_session_folders() -> set[str]:
-    return set(os.listdir("/tmp/ray")) if os.path.isdir("/tmp/ray") else set()
-
-
 @needs_namespaces
 @pytest.mark.slow
 def test_ray_spans_the_nodes_and_leaves_no_process_and_no_session_folder():
     """A Ray head on node 0 and a Ray node on node 1: both alive, a task placed on each node runs at its address,
     and after the cluster closes no Ray process and no session folder is left (they lived in the scratch folder)."""
     pytest.importorskip("ray", reason="ray is part of the [real] extra")
-    before = ray_session_folders()
     with EmulatedCluster([NodeSpec(), NodeSpec()]) as cluster:
         scratch = cluster.scratch
         done = cluster.run_in(0, [sys.executable, "-c", RAY_INSIDE], capture_output=True, text=True, timeout=300,
@@ -189,7 +184,7 @@ def test_ray_spans_the_nodes_and_leaves_no_process_and_no_session_folder():
     assert found["placed"] == ["10.9.0.1/24", "10.9.0.2/24"]
     assert {"ray", "ray_auth_token"} <= set(found["scratch"])  # Ray's session went to the scratch folder
     assert not [pid for pid in inside if alive(pid)]
-    assert not scratch.exists() and ray_session_folders() == before
+    assert not scratch.exists()  # (and with it Ray's session folder: /tmp/ray is other Rays' to change meanwhile)
 
 
 RAY_DRIVER = """
@@ -212,7 +207,6 @@ def test_a_killed_driver_takes_its_ray_nodes_and_their_session_files_with_it():
     pytest.importorskip("ray", reason="ray is part of the [real] extra")
     from gcbench.emulation.cluster import sweep_scratch
 
-    before = ray_session_folders()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     driver = subprocess.Popen([sys.executable, "-c", RAY_DRIVER, RAY_INSIDE], stdout=subprocess.PIPE, text=True,
                               env=env)  # fmt: skip
@@ -228,7 +222,7 @@ def test_a_killed_driver_takes_its_ray_nodes_and_their_session_files_with_it():
         scratch = Path(started["scratch"])
         assert scratch.is_dir() and not list(scratch.iterdir())  # its memory file system went with the namespaces
         sweep_scratch()  # (the next cluster's start removes the empty mount point)
-        assert not scratch.exists() and ray_session_folders() == before
+        assert not scratch.exists()  # (and with it Ray's session folder: /tmp/ray is other Rays' to change meanwhile)
     finally:
         driver.kill()
 
