@@ -1,4 +1,4 @@
-"""The emulated cluster's numbers (issue: a cluster with a network).
+"""The emulated cluster's numbers: how faithfully its links carry the rate set, and how uploads share one.
 
 Part 1, link fidelity: a 25 MB message sent between two emulated nodes over TCP, its measured rate of message bytes
 against the rate set, at 20 Mb/s, 100 Mb/s and 1 Gb/s each way (target: within 5%), and the rate of an unshaped
