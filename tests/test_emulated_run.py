@@ -84,7 +84,7 @@ def test_an_emulated_run_trains_every_iteration_exactly_and_leaves_nothing(emula
         assert np.allclose(frame.sort_values("iteration")["loss"].to_numpy(), local, rtol=1e-5, atol=1e-6)
     nodes = meta["emulated"]["nodes"]
     assert [node["address"] for node in nodes] == ["10.9.0.1", "10.9.0.2"]
-    assert all(node["up"] == node["down"] == BANDWIDTH for node in nodes)
+    assert [(node["up"], node["down"]) for node in nodes] == [(None, None), (BANDWIDTH, None)]
     assert meta["emulated"]["worker_nodes"] == [0, 1]
     assert workers.groupby("worker")["node"].first().to_dict() == {0: 0, 1: 1}
 
@@ -152,13 +152,33 @@ def test_what_emulate_cannot_run_is_one_sentence_and_exit_2(tmp_path, change, op
     assert sentence in result.output and "Traceback" not in result.output
 
 
-def test_the_simulator_refuses_a_topology_with_network_costs_it_does_not_model(tmp_path):
-    result = CliRunner().invoke(app, ["simulate", str(scenario_file(tmp_path)), "--out", str(tmp_path / "o")])
-    assert result.exit_code == 2, result.output
-    assert "topology: the simulator does not model the links of a topology's nodes" in result.output
-    free = SCENARIO.replace(f"network: {{bandwidth: {BANDWIDTH}}}\n", "")
-    result = CliRunner().invoke(app, ["simulate", str(scenario_file(tmp_path, free)), "--out", str(tmp_path / "f")])
+def test_the_emulated_links_are_the_simulated_ones():
+    """Node 0, the master's, receives at the master's ingress; every other node sends at its own bandwidth or
+    the network's; downlinks, which the simulator does not model, are not shaped."""
+    from gcbench.real.run.emulated import node_specs
+    from gcbench.scenario.schema import Scenario
+
+    data = {"name": "links", "workers": 4, "iterations": 2, "variants": [{"scheme": "uncoded"}],
+            "topology": {"nodes": 3}, "compute": {"per_partition": {"distribution": "exponential", "rate": 1.0}},
+            "network": {"bandwidth": 5e6, "nodes": {2: {"bandwidth": 1e6}}, "master": {"ingress": 8e6}}}  # fmt: skip
+    rates = [(spec.links.up, spec.links.down) for spec in node_specs(Scenario.model_validate(data))]
+    assert rates == [(None, 8e6), (5e6, None), (1e6, None)]
+
+
+def test_the_simulator_runs_the_same_topology_on_its_links(tmp_path):
+    """The scenario the emulated run takes simulates too: worker 0, on the master's node, crosses no link;
+    worker 1's message crosses node 1's uplink, at the bandwidth."""
+    import pandas as pd
+
+    out = tmp_path / "o"
+    result = CliRunner().invoke(app, ["simulate", str(scenario_file(tmp_path)), "--out", str(out)])
     assert result.exit_code == 0, result.output
+    assert "emulated: 2 workers on 2 nodes (spread); straggling: none" in result.output
+    workers = pd.read_parquet(out / "workers.parquet")
+    upload = (workers["arrival"] - workers["compute_end"]).groupby(workers["worker"]).max()
+    size = json.loads((out / "run.json").read_text())["scenario"]["gradient"]["length"] * 4
+    assert upload[0] == 0.0
+    assert upload[1] == pytest.approx(size / BANDWIDTH, rel=1e-9)
 
 
 @pytest.mark.parametrize(

@@ -120,6 +120,18 @@ NETWORK = st.sampled_from(
         {"latency": 0.02, "bandwidth": 1e8, "shared_link": True},
     ]
 )
+# where the workers run, and the links they share fairly (gcbench/models/wire.py): nodes' uplinks, the master's
+# ingress, a node of its own rate and latency
+TOPOLOGIES = st.sampled_from(
+    [
+        None,
+        ({"nodes": 2}, {"bandwidth": 1e8}),
+        ({"nodes": 3, "placement": "pack"}, {"bandwidth": 2e8, "master": {"ingress": 3e8}}),
+        ({"nodes": 3}, {"latency": 0.01, "bandwidth": 1e8, "nodes": {2: {"bandwidth": 2e7, "latency": 0.04}}}),
+        ({"nodes": 1}, {"latency": 0.02}),
+        (None, {"latency": 0.01, "bandwidth": 2e8, "master": {"ingress": 4e8}}),
+    ]
+)
 # the times around the compute a calibrated scenario models: a job's dispatch, the master's time between iterations
 TIMINGS = st.sampled_from(
     [
@@ -179,6 +191,14 @@ def synchronous_points(draw) -> SweepPoint:
             # a recovered worker's late jobs wait for the master's time between iterations: the event engine's
             # alone (auto picks it; test_master_time_defers_a_recovered_worker_s_late_jobs)
             data.update(stale_work="abandon")
+    wire = draw(TOPOLOGIES)
+    if wire is not None:
+        topology, network = wire
+        dispatch = {"dispatch": data["network"]["dispatch"]} if "dispatch" in data["network"] else {}
+        data["network"] = {**network, **dispatch}
+        if topology is not None:
+            data["topology"] = topology
+        data.update(stale_work="abandon")  # (late work on the links the run shares: the event engine's alone)
     if data["network"].get("shared_link"):
         # late work on the one link of the run (stale_work: finish) is the event engine's alone: auto picks it
         # (tests/test_simpy_cluster.py); the fast path's link per iteration is the model under abandon

@@ -220,6 +220,11 @@ def test_runs_too_large_to_hold_are_refused(tmp_path):
             "may last.\n",
         ),
         (
+            "network.master={ingress: 1e-300}",
+            ": network.master.ingress: 3 messages of 44,800,000 bytes would take 1.34e+308 s, more than the 1e+09 s "
+            "any duration may last.\n",
+        ),
+        (
             "compute.per_partition={distribution: lognormal, mu: 0, sigma: 30}",
             ": compute.per_partition: lognormal: its mean must be at most 1e+09 s; "
             "these parameters give 2.71e+195 s.\n",
@@ -250,6 +255,44 @@ def test_runs_too_large_to_hold_are_refused(tmp_path):
 def test_nonsense_is_refused_before_simulating(tmp_path, setting, expected):
     message = refused(tmp_path, BASE, "--set", setting)
     assert message == expected if expected else message.startswith(": name: must be a plain folder name")
+
+
+@pytest.mark.parametrize(
+    ("network", "expected"),
+    [
+        (
+            "network: {nodes: {1: {bandwidth: 1.0e+6}}}\n",
+            ": network.nodes: sets nodes' own links, and the scenario has no topology; give one (topology: {nodes: 2}, "
+            "for example).\n",
+        ),
+        (
+            "network: {nodes: {2: {latency: 0.1}}}\ntopology: {nodes: 2}\n",
+            ": network.nodes: names node 2, and the nodes are 0 to 1.\n",
+        ),
+        (
+            "network: {nodes: {0: {bandwidth: 1.0e+6}}}\ntopology: {nodes: 2}\n",
+            ": network.nodes: node 0 holds the master, so its workers' messages cross no link and it has no bandwidth "
+            "to set; set the master's own NIC with network.master.ingress.\n",
+        ),
+        (
+            "network: {bandwidth: 1.0e+6, shared_link: true}\ntopology: {nodes: 2}\n",
+            ": network.shared_link: a FIFO link that sends one message at a time, and a topology shares the links "
+            "fairly, as TCP does; drop shared_link and set network.master.ingress for the master's NIC.\n",
+        ),
+        (
+            "network: {bandwidth: 1.0e+6, shared_link: true, master: {ingress: 1.0e+6}}\n",
+            ": network.shared_link: a FIFO link that sends one message at a time, and network.master.ingress shares "
+            "the links fairly, as TCP does; drop shared_link and set network.master.ingress for the master's NIC.\n",
+        ),
+        ("network: {master: {ingress: 0}}\n", ": network.master.ingress: Input should be greater than 0.\n"),
+        (
+            "network: {nodes: {1: {bandwidth: 0}}}\ntopology: {nodes: 2}\n",
+            ": network.nodes[1].bandwidth: Input should be greater than 0.\n",
+        ),  # fmt: skip
+    ],
+)
+def test_links_a_topology_cannot_have_are_refused_in_one_sentence(tmp_path, network, expected):
+    assert refused(tmp_path, BASE + network) == expected
 
 
 def test_a_bad_data_dir_names_the_field_and_what_it_is_relative_to(tmp_path, monkeypatch):

@@ -215,13 +215,42 @@ def test_a_link_model_other_than_events_or_resource_exits_2_naming_the_field(tmp
     assert len(errors) == 1 and "network.link_model: Input should be 'events' or 'resource'" in errors[0]
 
 
-def test_the_vectorised_engine_refuses_late_work_on_a_shared_link_in_one_sentence(tmp_path):
-    done = simulate_cli(tmp_path, LATE_WORK_YAML, "--engine", "vectorised")
+@pytest.mark.parametrize(
+    ("network", "links"),
+    [
+        ("network: {latency: 0.0, bandwidth: 4.0e+6, shared_link: true, link_model: resource}", "network.shared_link"),
+        ("network: {bandwidth: 4.0e+6}\ntopology: {nodes: 2}", "a topology's links"),
+        ("network: {master: {ingress: 4.0e+6}}", "network.master.ingress"),
+    ],
+    ids=["fifo", "topology", "ingress"],
+)
+def test_the_vectorised_engine_refuses_late_work_on_a_shared_link_in_one_sentence(tmp_path, network, links):
+    text = LATE_WORK_YAML.replace(
+        "network: {latency: 0.0, bandwidth: 4.0e+6, shared_link: true, link_model: resource}", network
+    )
+    done = simulate_cli(tmp_path, text, "--engine", "vectorised")
     assert done.exit_code == 2, done.output
     errors = [line for line in done.output.splitlines() if line.startswith("error:")]
     assert errors == [
-        "error: engine: vectorised gives each iteration's messages a link of their own, and with "
-        "network.shared_link and stale_work: finish late work shares the link with the next iteration's; use "
+        "error: engine: vectorised gives each iteration's messages links of their own, and with "
+        f"{links} and stale_work: finish late work shares the links with the next iteration's; use "
         "engine: auto or event, or stale_work: abandon."
     ]
     assert not (tmp_path / "run" / "iterations.parquet").exists()
+
+
+def test_late_work_shares_the_master_s_ingress_fairly_with_the_next_iteration_s_messages(tmp_path):
+    """LATE_WORK_YAML on an ingress of 4 MB/s shared fairly, 3 MB messages. Iteration 1 starts at 1.75; worker 1's
+    late message (iteration 0's job) has the ingress alone from 2.25 to 2.75, then shares it with worker 0's:
+    its last 1 MB at 2 MB/s ends at 3.25 (a FIFO link: 3.0), and worker 0's last 2 MB, alone again, at 3.75."""
+    text = LATE_WORK_YAML.replace(
+        "network: {latency: 0.0, bandwidth: 4.0e+6, shared_link: true, link_model: resource}",
+        "network: {master: {ingress: 4.0e+6}}",
+    )
+    done = simulate_cli(tmp_path, text)
+    assert done.exit_code == 0, done.output
+    durations = pd.read_parquet(tmp_path / "run" / "iterations.parquet")["duration"]
+    assert durations.tolist() == pytest.approx([1.75, 2.0, 2.25], rel=1e-12)
+    workers = pd.read_parquet(tmp_path / "run" / "workers.parquet").set_index(["iteration", "worker"])
+    assert workers.loc[(0, 1), "arrival"] == pytest.approx(3.25, rel=1e-12)  # iteration 0's job, late
+    assert workers.loc[(1, 0), "arrival"] == pytest.approx(3.75, rel=1e-12)

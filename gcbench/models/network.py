@@ -1,10 +1,14 @@
-"""The network between workers and master: dispatch, latency, bandwidth, and an optional shared link.
+"""The network between workers and master: dispatch, latency, bandwidth, and the links messages share.
 
-A message of b bytes ready at time r arrives at r + latency + b / bandwidth. With
-``shared_link`` the master's ingress is one FIFO link: messages queue in order
-of reaching it, so smaller uploads (CCE) finish sooner. ``link_model`` picks how the
-event engine's SimPy cluster models that link (gcbench/sim/cluster.py); both give
-the same times.
+A message of b bytes ready at time r arrives at r + latency + b / bandwidth, each worker on a link of its own.
+With ``shared_link`` the master's ingress is one FIFO link at ``bandwidth``: messages queue in order of
+reaching it and cross it one at a time, so smaller uploads (CCE) finish sooner. ``link_model`` picks how the
+event engine's SimPy cluster models that link (gcbench/sim/links.py); both give the same times.
+
+With a topology (gcbench/models/topology.py) or ``master.ingress``, links are shared fairly instead, as TCP
+flows share them (gcbench/models/wire.py): each node's uplink (``bandwidth``, or the node's own in ``nodes``)
+by the messages of its workers, and the master's ingress by every node's; a worker on the master's node
+crosses no link, and each node's messages take its own ``latency``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,19 @@ from gcbench.models._config import Config, Seconds
 from gcbench.models.distributions import Distribution
 
 
+class NodeLinks(Config):
+    """One node's own settings, where they differ from the network's (null: the network's)."""
+
+    bandwidth: Annotated[float, Field(gt=0)] | None = None  # bytes per second of the node's uplink
+    latency: Seconds | None = None
+
+
+class MasterLinks(Config):
+    """The master's NIC."""
+
+    ingress: Annotated[float, Field(gt=0)] | None = None  # bytes per second every node's messages share; null: no limit
+
+
 class Network(Config):
     latency: Seconds = 0.0
     bandwidth: Annotated[float, Field(gt=0)] | None = None  # bytes per second; null: infinite
@@ -27,6 +44,8 @@ class Network(Config):
     # seconds from the master's sending a job to its worker starting it (one draw per job; null: none). The
     # simulator models it; a real cluster takes its own (real mode never sleeps it).
     dispatch: Distribution | None = None
+    master: MasterLinks = MasterLinks()
+    nodes: dict[Annotated[int, Field(ge=0)], NodeLinks] = {}  # a topology's node -> its own settings
 
     def arrivals(self, ready: np.ndarray, message_bytes: int, delay: float | None = None) -> np.ndarray:
         """Arrival times at the master of messages ready at ``ready`` (inf: never sent).

@@ -34,9 +34,37 @@ def cross_field_problems(scenario: ScenarioFields) -> list[str]:
         problems.append(f"straggling.workers: worker ids must be < workers ({n})")
     if scenario.topology is not None:
         problems += scenario.topology.problems(n)
+    problems += network_problems(scenario)
     problems += contention_problems(scenario)
     variants = variant_problems(n, list(enumerate(scenario.variants)))
     return problems + size_problems(scenario) + variants + ([] if variants else training_problems(scenario))
+
+
+def network_problems(scenario: ScenarioFields) -> list[str]:
+    """Node settings need the topology's nodes, and node 0 (the master's) has no link of its own; the FIFO shared
+    link and the fairly shared links are two models of one NIC, so a scenario takes one."""
+    network, topology = scenario.network, scenario.topology
+    problems = []
+    if network.nodes and topology is None:
+        problems.append("network.nodes: sets nodes' own links, and the scenario has no topology; give one "
+                        f"(topology: {{nodes: {max(network.nodes) + 1}}}, for example)")  # fmt: skip
+    elif network.nodes:
+        outside = sorted(k for k in network.nodes if k >= topology.nodes)
+        if outside:
+            problems.append(f"network.nodes: names node {outside[0]}, and the nodes are 0 to {topology.nodes - 1}")
+        master = network.nodes.get(0)
+        if master is not None and master.bandwidth is not None:
+            problems.append(
+                "network.nodes: node 0 holds the master, so its workers' messages cross no link and it has no "
+                "bandwidth to set; set the master's own NIC with network.master.ingress"
+            )
+    if network.shared_link and (topology is not None or network.master.ingress is not None):
+        fair = "a topology" if topology is not None else "network.master.ingress"
+        problems.append(
+            f"network.shared_link: a FIFO link that sends one message at a time, and {fair} shares the links "
+            "fairly, as TCP does; drop shared_link and set network.master.ingress for the master's NIC"
+        )
+    return problems
 
 
 def contention_problems(scenario: ScenarioFields) -> list[str]:
@@ -85,13 +113,19 @@ def size_problems(scenario: ScenarioFields) -> list[str]:
             f"iterations: {scenario.iterations} iterations x {widest} workers (or results per update) exceed "
             f"{MAX_RUN_CELLS:,} per run, more than the simulator holds in memory"
         )
-    bandwidth = scenario.network.bandwidth
+    network, n = scenario.network, scenario.workers
     size = scenario.gradient.length * DTYPE_BYTES[scenario.gradient.dtype]
-    if bandwidth is not None and not size / bandwidth <= MAX_SECONDS:
-        problems.append(
-            f"network.bandwidth: a {size:,}-byte message would take {size / bandwidth:.3g} s, "
-            f"more than the {MAX_SECONDS:.0e} s any duration may last"
-        )
+    rates = [("network.bandwidth", network.bandwidth, size)]
+    rates += [(f"network.nodes[{k}].bandwidth", node.bandwidth, size) for k, node in network.nodes.items()]
+    rates.append(("network.master.ingress", network.master.ingress, size * n))  # (every worker's message on it)
+    for field, rate, load in rates:
+        if rate is not None and not load / rate <= MAX_SECONDS:
+            what = f"a {size:,}-byte message" if load == size else f"{n} messages of {size:,} bytes"
+            problems.append(
+                f"{field}: {what} would take {load / rate:.3g} s, more than the {MAX_SECONDS:.0e} s any duration "
+                "may last"
+            )
+            break
     return problems
 
 

@@ -27,7 +27,7 @@ def scenario_sentence(scenario: Any) -> str:
     300 iterations per variant and sweep point.``"""
     swept = dict(scenario.sweep)
     about = f" ({scenario.description})" if scenario.description else ""
-    parts = [f"{scenario.workers} workers", f"straggling: {model_words(scenario.straggling, 'straggling', swept)}"]
+    parts = [_workers(scenario), f"straggling: {model_words(scenario.straggling, 'straggling', swept)}"]
     if scenario.failures.model_dump().get("model") != "none":
         parts.append(f"failures: {model_words(scenario.failures, 'failures', swept)}")
     others = [path for path in swept if not path.startswith(("straggling.", "failures."))]
@@ -36,3 +36,12 @@ def scenario_sentence(scenario: Any) -> str:
     each = "per variant and sweep point" if swept else "per variant"
     parts.append(f"{seeds} seed{'s' if seeds > 1 else ''} x {scenario.iterations} iterations {each}")
     return f"{scenario.name}{about}: {'; '.join(parts)}."
+
+
+def _workers(scenario: Any) -> str:
+    """``12 workers``, or ``12 workers on 3 nodes (spread)`` with a topology."""
+    topology = scenario.topology
+    if topology is None:
+        return f"{scenario.workers} workers"
+    placement = topology.placement if isinstance(topology.placement, str) else "placed by name"
+    return f"{scenario.workers} workers on {topology.nodes} node{'s' if topology.nodes > 1 else ''} ({placement})"

@@ -6,7 +6,9 @@ bandwidth, through the master's ingress link when it is shared. The shared link
 is a FIFO server that sends the messages queued on it one at a time, in the order
 they reached it: ``Link``, a chain of calendar events (``network.link_model:
 events``, the default), or ``ResourceLink``, a ``simpy.Resource`` (``resource``,
-the textbook model to extend). A synchronous run under ``stale_work: abandon``
+the textbook model to extend). With a topology or ``network.master.ingress``,
+the links are shared fairly instead (``FairShareLink``, each node's uplink and
+the master's ingress; gcbench/sim/links.py holds the three). A synchronous run under ``stale_work: abandon``
 gives each iteration's messages a link of their own, as the fast path does: its
 abandoned workers stop, so nothing of a finished iteration's could delay the
 next one's. Under ``finish`` late work goes on sending through the same NIC as
@@ -34,97 +36,16 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from heapq import heappush
 
 import simpy
-from simpy.core import NORMAL
 
 from gcbench.cluster import Cluster, Event, Failure, Job, Restart, Result, message_fractions
+from gcbench.models.wire import Wire
 from gcbench.scenario.draw_rows import DrawnRows, by_row
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes, message_delay
+from gcbench.sim.links import LINK_MODELS, Due, FairShareLink, Link, ResourceLink, part
 
 INF = float("inf")
-
-
-class Due:
-    """A triggered event on a SimPy calendar with a value and one callback, scheduled ``delay`` from now as it
-    is made (as a ``Timeout`` is, with any priority): all ``Environment.step`` reads of an event
-    (``callbacks``, ``_ok``, ``_value``), made and scheduled in about three quarters of a ``simpy.Event``'s
-    time (no ``__dict__``, no ``env``, no ``schedule`` call; measured). The key is ``env.schedule``'s (time,
-    priority, event id), so events keep their order. Only the cluster's own messages are ``Due``: no
-    process yields one."""
-
-    __slots__ = ("callbacks", "_ok", "_value")
-
-    def __init__(self, env: simpy.Environment, delay: float, priority: int, value, callback) -> None:
-        self.callbacks, self._ok, self._value = [callback], True, value
-        heappush(env._queue, (env._now + delay, priority, next(env._eid), self))
-
-
-class Link:
-    """The master's ingress link: sends its queued messages one at a time, first come first served, each
-    holding the link for ``transfer`` seconds.
-
-    A chain of transfer events: each one's callback delivers its message and starts the next transfer. With
-    the message reaching the link, that is two calendar events a message, where a capacity-one
-    ``simpy.Resource`` costs four (reaching it, the request granted, the transfer, the release) and the SimPy
-    process this link was before two, plus a start and an end event per busy spell and a generator's
-    resumption a message. A transfer's event is made when the transfer starts, as that process made its
-    timeout, so events due at one instant keep their order (SimPy breaks such ties by when events were made)."""
-
-    def __init__(self, env: simpy.Environment, transfer: float, sent, idle=None, key=0) -> None:
-        """``sent(result)`` takes each message as it arrives; ``idle(link)``, if given, hears the link go idle."""
-        self.env, self.transfer, self.sent, self.idle, self.key = env, transfer, sent, idle, key
-        self.queue: deque = deque()
-        self.busy = False
-
-    def reach(self, event: Due) -> None:
-        """A message (job, compute start, compute end) reaches the link now: the callback of its event."""
-        if self.busy:
-            self.queue.append(event._value)
-        else:
-            self.busy = True
-            Due(self.env, self.transfer, NORMAL, event._value, self._sent)
-
-    def _sent(self, event: Due) -> None:
-        job, begin, ready, message = event._value
-        queue = self.queue
-        self.busy = bool(queue)  # (before delivering, as the process had it)
-        now = self.env._now
-        self.sent(Result(job, now, begin, ready) if message is None else _part(job, now, begin, ready, message))
-        if queue:
-            Due(self.env, self.transfer, NORMAL, queue.popleft(), self._sent)
-        elif self.idle is not None:
-            self.idle(self)
-
-
-class ResourceLink:
-    """The same FIFO link as a ``simpy.Resource`` of ``capacity`` one and one SimPy process a message
-    (``network.link_model: resource``): the textbook model, at a third to a half of ``Link``'s speed (four
-    calendar events a message against two, and a process). A subclass extends it (docs/architecture.md: a link of
-    capacity two); tests/test_event_engine.py holds its tables equal to ``Link``'s."""
-
-    capacity = 1  # messages on the link at once, each at the full bandwidth
-
-    def __init__(self, env: simpy.Environment, transfer: float, sent, idle=None, key=0) -> None:
-        self.env, self.transfer, self.sent, self.idle, self.key = env, transfer, sent, idle, key
-        self.resource = simpy.Resource(env, capacity=self.capacity)
-
-    def reach(self, event) -> None:
-        self.env.process(self._send(event._value))
-
-    def _send(self, message):
-        job, begin, ready, index = message
-        with self.resource.request() as granted:
-            yield granted
-            yield self.env.timeout(self.transfer)
-            now = self.env.now
-            self.sent(Result(job, now, begin, ready) if index is None else _part(job, now, begin, ready, index))
-        if self.idle is not None and not self.resource.users and not self.resource.queue:
-            self.idle(self)
-
-
-LINK_MODELS = {"events": Link, "resource": ResourceLink}  # network.link_model -> the shared link's class
 
 
 class SimPyCluster(Cluster):
@@ -149,9 +70,15 @@ class SimPyCluster(Cluster):
         # ``compressor``: the variant's (a message's size is its payload's; compressing and decompressing it take
         # their time on the way); None: messages travel uncompressed
         self.latency = message_delay(scenario, scheme, compressor)
-        size = message_bytes(scenario, scheme, compressor)
+        self.size = size = message_bytes(scenario, scheme, compressor)
         self.transfer = 0.0 if network.bandwidth is None else size / network.bandwidth
         self.shared = network.shared_link and self.transfer > 0
+        # links shared fairly (a topology's, or the master's ingress): every message crosses them, each worker's
+        # after its node's latency
+        self.wire = Wire.of(network, scenario.topology, self.n)
+        self.latencies = None if self.wire is None else self.wire.delays(self.latency).tolist()
+        if self.wire is not None:
+            self.shared = True
         if self.link_class is None:
             self.link_class = LINK_MODELS[network.link_model]
         link_per_job = link_per_job and scenario.stale_work == "abandon"
@@ -209,7 +136,7 @@ class SimPyCluster(Cluster):
             self._send_messages(handle, begin, seconds, fractions)
             return handle
         # (begin - now) + seconds + ... keeps a job started now on the same floats as t + (seconds + latency + transfer)
-        delay = (begin - now) + seconds + self.latency
+        delay = (begin - now) + seconds + (self.latency if self.latencies is None else self.latencies[worker])
         if self.shared:
             self._reach_in(delay, worker, (handle, begin, ready, None))
         else:
@@ -223,12 +150,12 @@ class SimPyCluster(Cluster):
         self.remaining[handle] = len(fractions)
         for index, fraction in enumerate(fractions):
             work = seconds * fraction
-            delay = (begin - now) + work + self.latency
+            delay = (begin - now) + work + (self.latency if self.latencies is None else self.latencies[handle.worker])
             if self.shared:
                 self._reach_in(delay, handle.worker, (handle, begin, begin + work, index))
             else:
                 delay += self.transfer
-                result = _part(handle, now + delay, begin, begin + work, index)
+                result = part(handle, now + delay, begin, begin + work, index)
                 self.env.timeout(delay, result).callbacks.append(self._queue)
 
     def between_iterations(self, t: int) -> None:
@@ -268,7 +195,7 @@ class SimPyCluster(Cluster):
         if abandoned is not None and begin > abandoned:
             now = self.env._now
             self._queue_result(
-                Result(job, now, begin, ready) if message is None else _part(job, now, begin, ready, message)
+                Result(job, now, begin, ready) if message is None else part(job, now, begin, ready, message)
             )
             return
         (self._reach_job_link if self.link is None else self.link.reach)(event)
@@ -317,13 +244,16 @@ class SimPyCluster(Cluster):
         key = event._value[0].id
         link = self.links.get(key)
         if link is None:
-            link = self.links[key] = self.link_class(
-                self.env, self.transfer, self._queue_result, self._job_link_idle, key
-            )
+            link = self.links[key] = self._new_link(self._job_link_idle, key)
         link.reach(event)
 
-    def _shared_link(self) -> Link | ResourceLink:
-        return self.link_class(self.env, self.transfer, self._queue_result)
+    def _shared_link(self) -> Link | ResourceLink | FairShareLink:
+        return self._new_link()
+
+    def _new_link(self, idle=None, key=0) -> Link | ResourceLink | FairShareLink:
+        if self.wire is not None:
+            return FairShareLink(self.env, self.wire, self.size, self._queue_result, idle, key)
+        return self.link_class(self.env, self.transfer, self._queue_result, idle, key)
 
     def _job_link_idle(self, link: Link) -> None:
         del self.links[link.key]  # an iteration's link, idle for good once its messages are through
@@ -389,10 +319,3 @@ class SimPyCluster(Cluster):
         counts = {"jobs in flight": len(self.jobs), "events not taken": len(self.events)}
         counts["scheduled SimPy events"] = len(self.env._queue)
         return [f"{count} {what}" for what, count in counts.items() if count]
-
-
-def _part(job: Job, at: float, begin: float, ready: float, index: int) -> Result:
-    """The result carrying one message (index ``index`` of its worker's) of a job."""
-    result = Result(job, at, begin, ready)
-    result.message = index
-    return result

@@ -65,9 +65,10 @@ def event_only(scenario: Scenario, variant: Variant) -> str | None:
     if not policy.synchronous:
         return f"covers synchronous policies only, and variant '{label}' uses {policy.name}; {AUTO}"
     if late_work_shares_the_link(scenario):
+        shared = "network.shared_link" if scenario.network.shared_link else _fair_links(scenario)
         return (
-            "gives each iteration's messages a link of their own, and with network.shared_link and stale_work: "
-            f"finish late work shares the link with the next iteration's; {AUTO}, or stale_work: abandon"
+            f"gives each iteration's messages links of their own, and with {shared} and stale_work: "
+            f"finish late work shares the links with the next iteration's; {AUTO}, or stale_work: abandon"
         )
     if restarts_wait_for_the_master(scenario):
         return (
@@ -79,10 +80,17 @@ def event_only(scenario: Scenario, variant: Variant) -> str | None:
 
 
 def late_work_shares_the_link(scenario: Scenario) -> bool:
-    """A shared link that takes time, and stale work that finishes: a synchronous run's one link carries an
-    iteration's late messages and the next iteration's (gcbench/sim/cluster.py)."""
+    """Shared links, and stale work that finishes: a synchronous run's links carry an iteration's late messages
+    and the next iteration's (gcbench/sim/cluster.py). Shared: the FIFO link when it takes time, or the fairly
+    shared links of a topology or of the master's ingress."""
     network = scenario.network
-    return network.shared_link and network.bandwidth is not None and scenario.stale_work == "finish"
+    fifo = network.shared_link and network.bandwidth is not None
+    fair = scenario.topology is not None or network.master.ingress is not None
+    return (fifo or fair) and scenario.stale_work == "finish"
+
+
+def _fair_links(scenario: Scenario) -> str:
+    return "a topology's links" if scenario.topology is not None else "network.master.ingress"
 
 
 def restarts_wait_for_the_master(scenario: Scenario) -> bool:

@@ -97,7 +97,6 @@ def plan_simulation(path: Path, points: list[SweepPoint], out: Path | None) -> S
     """Refuse what the simulator cannot run before any work (a real-only policy, a variant its engine cannot
     run), and choose the results directory: ``out``, or a new one under results/."""
     refuse_real_only(points[0].scenario)
-    refuse_topology_links(points)
     chosen = engines(points)  # before any work: an engine that cannot run a variant is the user's error
     return Simulation(path, points, chosen, out or new_run_directory(RESULTS_ROOT, points[0].scenario.name))
 
@@ -107,7 +106,6 @@ def check_simulation(path: Path, overrides: dict[str, Any] | None = None) -> lis
     here, as the run would refuse it, and so is a run the scenario alone shows can never finish, in the run's
     sentence); the sweep points, for the command to describe."""
     points = load_scenario(path, overrides)
-    refuse_topology_links(points)
     engines(points)
     refuse_certain_stops(points)
     return points
@@ -115,22 +113,6 @@ def check_simulation(path: Path, overrides: dict[str, Any] | None = None) -> lis
 
 def trains_in_simulator(points: list[SweepPoint]) -> bool:
     return any(point.scenario.training.in_simulator for point in points)
-
-
-def refuse_topology_links(points: list[SweepPoint]) -> None:
-    """The simulator gives every worker a link of its own to the master; a topology's workers share their node's
-    link, and those on the master's node cross none. Until it models that, it simulates a topology only where the
-    network costs nothing, rather than give times of another network."""
-    for point in points:
-        scenario = point.scenario
-        network = scenario.network
-        if scenario.topology is not None and (network.bandwidth is not None or network.latency > 0):
-            cost = "network.bandwidth" if network.bandwidth is not None else "network.latency"
-            raise GcbenchError(
-                f"topology: the simulator does not model the links of a topology's nodes (a node's workers sharing "
-                f"its link, the master's node crossing none), so it refuses {cost} beside one; run it on the wire "
-                "with `gcbench run --emulate`, or simulate it without network costs."
-            )
 
 
 def refuse_real_only(scenario) -> None:

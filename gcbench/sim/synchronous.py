@@ -15,6 +15,7 @@ import numpy as np
 from gcbench.coding import Scheme
 from gcbench.master.outcome import SimulationStuck, decoding_quality, stuck_iteration
 from gcbench.master.sequential import RoundCode
+from gcbench.models.wire import Wire
 from gcbench.results.recorder import Emit, RunRecorder
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes, message_delay
 from gcbench.scenario.schema import Scenario, Variant
@@ -71,6 +72,8 @@ class _Run:
         self.crashes = scenario.failures.model != "none"  # (without a failure model, no row to look for crashes in)
         compressor = variant.compressor
         self.size, self.delay = message_bytes(scenario, scheme, compressor), message_delay(scenario, scheme, compressor)
+        # links shared fairly (a topology's, or the master's ingress); None: a link a worker, or the FIFO shared link
+        self.wire = Wire.of(scenario.network, scenario.topology, scenario.workers)
         self.downtime = getattr(scenario.failures, "downtime", None)
         # a sequential scheme: each round's end depends on the rounds before it, so every round is a step
         self.rounds = RoundCode(scheme, rec.iterations) if scheme.sequential else None
@@ -136,7 +139,13 @@ class _Run:
         return after
 
     def _arrivals(self, first: int, end: int) -> np.ndarray:
-        return self.scenario.network.arrivals(self.lead[first:end], self.size, self.delay)
+        return self._arrive(self.lead[first:end], self.delay)
+
+    def _arrive(self, ready: np.ndarray, delay: float) -> np.ndarray:
+        """When messages ready at ``ready`` (rows x workers) arrive, each row's on links of its own."""
+        if self.wire is not None:
+            return self.wire.arrivals(ready, self.size, delay)
+        return self.scenario.network.arrivals(ready, self.size, delay)
 
     def _answered(self, t: int) -> int:
         return int(np.isfinite(self._arrivals(t, t + 1)).sum())
@@ -154,7 +163,7 @@ class _Run:
         # a recovered worker redoes this iteration, sent again as it is back
         begin = np.where(crashed, recover + dispatch, first)
         ready = begin + self.busy[t]
-        arrivals = self.scenario.network.arrivals(ready - now, self.size, self.delay)
+        arrivals = self._arrive((ready - now)[None, :], self.delay)[0]
         code = self.scheme if self.rounds is None else self.rounds.begin(t)
         outcome = self.variant.policy.stop_times(arrivals[None, :], code)
         who = lambda _: (np.flatnonzero(down_until == np.inf), int(np.isfinite(arrivals).sum()))  # noqa: E731
@@ -197,7 +206,7 @@ class _Run:
             return begin, ready, arrivals, crashed, down_until
         crashed = crashed & ~unstarted
         down_until = np.where(unstarted, previous_down, down_until)
-        arrivals = self.scenario.network.arrivals(np.where(never, np.inf, ready) - now, self.size)
+        arrivals = self._arrive((np.where(never, np.inf, ready) - now)[None, :], self.delay)[0]
         arrivals = np.where(never, np.nan, arrivals)
         return np.where(never, np.nan, begin), np.where(never, np.nan, ready), arrivals, crashed, down_until
 

@@ -1,7 +1,9 @@
 """`gcbench run --emulate`: the same run, on an emulated cluster of this machine (docs/emulation.md).
 
-This process builds the cluster from the scenario (its topology's nodes, each node's links shaped to
-``network.bandwidth`` both ways) and runs the command again inside node 0, where the run's driver and the master
+This process builds the cluster from the scenario (its topology's nodes, each node's uplink shaped to its
+bandwidth, ``network.bandwidth`` or the node's own, and node 0's downlink, the master's ingress, to
+``network.master.ingress``: the links the simulator models, gcbench/models/wire.py) and runs the command again
+inside node 0, where the run's driver and the master
 live; that run finds the nodes in its environment (gcbench.emulation.Nodes) and its backend spreads the workers
 over them (the Ray backend: a Ray node a node, each actor on its worker's node). A Ctrl-C or a SIGTERM is passed
 on to the run inside, which stops as a run on its own does (its checkpoints kept, exit 130 or 143); when it has
@@ -33,9 +35,15 @@ def worker_nodes(scenario: Scenario) -> list[int]:
 
 
 def node_specs(scenario: Scenario) -> list[NodeSpec]:
-    """The topology's nodes, each linked at ``network.bandwidth`` both ways (null: unshaped)."""
-    rate = scenario.network.bandwidth
-    return [NodeSpec(LinkRates(rate, rate)) for _ in range(scenario.topology.nodes)]
+    """The topology's nodes and their links (null: unshaped): node 0, the master's, receives at the master's
+    ingress, and every other node sends at its uplink's bandwidth (the node's own, or ``network.bandwidth``)."""
+    network = scenario.network
+    specs = [NodeSpec(LinkRates(up=None, down=network.master.ingress))]
+    for k in range(1, scenario.topology.nodes):
+        own = network.nodes.get(k)
+        up = network.bandwidth if own is None or own.bandwidth is None else own.bandwidth
+        specs.append(NodeSpec(LinkRates(up=up)))
+    return specs
 
 
 def check_emulated(scenario: Scenario, backend: str) -> None:
@@ -44,10 +52,10 @@ def check_emulated(scenario: Scenario, backend: str) -> None:
         raise GcbenchError("--emulate builds the scenario's topology; give it one (topology: {nodes: 2}, for example).")
     if backend not in EMULATED_BACKENDS:
         raise GcbenchError(f"--emulate runs on the {' or '.join(EMULATED_BACKENDS)} backend, not {backend}.")
-    if scenario.network.latency > 0:
+    if scenario.network.latency > 0 or any(node.latency for node in scenario.network.nodes.values()):
         raise GcbenchError(
             "--emulate: network.latency cannot come from this kernel (it has no netem), so the emulated links add "
-            "none; set it to 0."
+            "none; set it, and every node's, to 0."
         )
     require_namespaces()
 

@@ -1,0 +1,103 @@
+"""Links shared fairly: when each of a set of flows ends, each flow crossing its node's link and then one link
+every node shares (the master's NIC), at max-min fair rates (a fluid model of TCP).
+
+At every instant, the flows crossing a link share it equally, unless a flow is held back elsewhere: a node's
+active flows each get min(node rate / their count, level), where the level is the one rate that fills the
+shared link (water filling: the flows of nodes whose own share is lower than the level keep their share, and
+the rest split what is left equally). Between two events (a flow joins, a flow ends) the rates are constant,
+so a flow ends at ``now + remaining / rate``. tests/test_fair_share.py holds it to progressive filling, and
+benchmarks/emulated_cluster.py's second part shows TCP flows on a shaped link sharing it this way.
+
+Both engines use these functions: the vectorised one steps every iteration's flows together, a row an
+iteration (``finish_times``); the SimPy cluster keeps one row of flows as they come and go
+(gcbench/sim/links.py: ``FairShareLink``), with ``rates`` and ``ending``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+INF = float("inf")
+
+
+def rates(active: np.ndarray, node: np.ndarray, node_rate: np.ndarray, shared_rate: float) -> np.ndarray:
+    """Each flow's rate, bytes per second (0 where not active): ``active`` (rows x flows) which flows are
+    sending, ``node`` (flows) the node each crosses, ``node_rate`` (nodes) each node's link (inf: unshaped),
+    ``shared_rate`` the link every flow then crosses (inf: unshaped)."""
+    count = np.zeros((active.shape[0], node_rate.size))
+    for k in range(node_rate.size):  # (nodes are few: a loop over them beats a scatter over the flows)
+        count[:, k] = active[:, node == k].sum(axis=1)
+    present = count > 0
+    with np.errstate(divide="ignore"):
+        share = np.where(present, node_rate / np.where(present, count, 1.0), INF)  # each node's flows' own share
+    level = _level(share, count, shared_rate)
+    node_share = np.minimum(share, level[:, None])
+    return np.where(active, node_share[:, node], 0.0)
+
+
+def _level(share: np.ndarray, count: np.ndarray, shared_rate: float) -> np.ndarray:
+    """Per row, the rate that fills the shared link (inf where the nodes' own shares leave it unfilled)."""
+    rows = share.shape[0]
+    if shared_rate == INF or not count.any():
+        return np.full(rows, INF)
+    order = np.argsort(share, axis=1, kind="stable")
+    share, count = np.take_along_axis(share, order, axis=1), np.take_along_axis(count, order, axis=1)
+    with np.errstate(invalid="ignore"):  # (an unshaped node's share is inf: only read after the level)
+        used = np.where(count > 0, share * count, 0.0)
+    before = np.zeros_like(used)
+    np.cumsum(used[:, :-1], axis=1, out=before[:, 1:])  # what the nodes below each one take
+    after = np.cumsum(count[:, ::-1], axis=1)[:, ::-1]  # flows of each node and those above it
+    with np.errstate(divide="ignore", invalid="ignore"):
+        candidate = (shared_rate - before) / after
+    fills = (after > 0) & (candidate <= share)
+    first = np.argmax(fills, axis=1)
+    found = fills[np.arange(rows), first]
+    return np.where(found, candidate[np.arange(rows), first], INF)
+
+
+def ending(now: np.ndarray, remaining: np.ndarray, rate: np.ndarray) -> np.ndarray:
+    """When each flow would end at its present rate (inf where it is not sending)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(rate > 0, now[..., None] + remaining / rate, INF)
+
+
+def sent(rate: np.ndarray, elapsed) -> np.ndarray:
+    """Bytes each flow sent in ``elapsed`` seconds at ``rate``: none for an unshaped flow's (inf), which ends as
+    it starts, so no time passes for it."""
+    return np.where(rate < INF, rate, 0.0) * elapsed
+
+
+def finish_times(reach: np.ndarray, size: float, node: np.ndarray, node_rate: np.ndarray,
+                 shared_rate: float) -> np.ndarray:  # fmt: skip
+    """When each flow of ``size`` bytes ends, having reached its node's link at ``reach`` (rows x flows; inf:
+    never sent); a row's flows share the links, rows never do. A flow whose ``node`` is -1 crosses no link (a
+    worker on the master's own node): it ends as it reaches."""
+    reach = np.asarray(reach, dtype=float)
+    finish = np.full(reach.shape, INF)
+    local = node < 0
+    finish[:, local] = reach[:, local]
+    if local.all():
+        return finish
+    node = np.where(local, 0, node)
+    waiting = np.isfinite(reach) & ~local  # not yet on the link, and will be
+    active = np.zeros(reach.shape, dtype=bool)
+    remaining = np.full(reach.shape, float(size))
+    now = np.where(waiting, reach, INF).min(axis=1)
+    while True:
+        joining = waiting & (reach <= now[:, None])
+        active |= joining
+        waiting &= ~joining
+        rate = rates(active, node, node_rate, shared_rate)
+        end = ending(now, remaining, rate)
+        soonest = end.min(axis=1)
+        following = np.where(waiting, reach, INF).min(axis=1)
+        step = np.minimum(soonest, following)
+        moving = np.isfinite(step)
+        if not moving.any():
+            return finish
+        elapsed = np.where(moving, step - now, 0.0)
+        remaining -= sent(rate, elapsed[:, None])
+        ends = active & (end <= step[:, None])
+        finish[ends] = np.broadcast_to(step[:, None], finish.shape)[ends]
+        active &= ~ends
+        now = np.where(moving, step, now)

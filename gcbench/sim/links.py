@@ -1,0 +1,175 @@
+"""The master's ingress as the SimPy cluster models it: a FIFO link (``Link``, or ``ResourceLink``, the same as a
+``simpy.Resource``) that sends one message at a time at the full bandwidth (``network.shared_link``), or links
+shared fairly (``FairShareLink``: every node's uplink and the master's ingress, ``network.master.ingress`` and a
+topology's nodes), and the calendar event they are made of (``Due``)."""
+
+from __future__ import annotations
+
+from collections import deque
+from heapq import heappush
+
+import numpy as np
+import simpy
+from simpy.core import NORMAL
+
+from gcbench.cluster import Job, Result
+from gcbench.models.fair_share import ending, rates, sent
+from gcbench.models.wire import Wire
+
+
+class Due:
+    """A triggered event on a SimPy calendar with a value and one callback, scheduled ``delay`` from now as it
+    is made (as a ``Timeout`` is, with any priority): all ``Environment.step`` reads of an event
+    (``callbacks``, ``_ok``, ``_value``), made and scheduled in about three quarters of a ``simpy.Event``'s
+    time (no ``__dict__``, no ``env``, no ``schedule`` call; measured). The key is ``env.schedule``'s (time,
+    priority, event id), so events keep their order. Only the cluster's own messages are ``Due``: no
+    process yields one."""
+
+    __slots__ = ("callbacks", "_ok", "_value")
+
+    def __init__(self, env: simpy.Environment, delay: float, priority: int, value, callback) -> None:
+        self.callbacks, self._ok, self._value = [callback], True, value
+        heappush(env._queue, (env._now + delay, priority, next(env._eid), self))
+
+
+class Link:
+    """The master's ingress link: sends its queued messages one at a time, first come first served, each
+    holding the link for ``transfer`` seconds.
+
+    A chain of transfer events: each one's callback delivers its message and starts the next transfer. With
+    the message reaching the link, that is two calendar events a message, where a capacity-one
+    ``simpy.Resource`` costs four (reaching it, the request granted, the transfer, the release) and the SimPy
+    process this link was before two, plus a start and an end event per busy spell and a generator's
+    resumption a message. A transfer's event is made when the transfer starts, as that process made its
+    timeout, so events due at one instant keep their order (SimPy breaks such ties by when events were made)."""
+
+    def __init__(self, env: simpy.Environment, transfer: float, sent, idle=None, key=0) -> None:
+        """``sent(result)`` takes each message as it arrives; ``idle(link)``, if given, hears the link go idle."""
+        self.env, self.transfer, self.sent, self.idle, self.key = env, transfer, sent, idle, key
+        self.queue: deque = deque()
+        self.busy = False
+
+    def reach(self, event: Due) -> None:
+        """A message (job, compute start, compute end) reaches the link now: the callback of its event."""
+        if self.busy:
+            self.queue.append(event._value)
+        else:
+            self.busy = True
+            Due(self.env, self.transfer, NORMAL, event._value, self._sent)
+
+    def _sent(self, event: Due) -> None:
+        job, begin, ready, message = event._value
+        queue = self.queue
+        self.busy = bool(queue)  # (before delivering, as the process had it)
+        now = self.env._now
+        self.sent(Result(job, now, begin, ready) if message is None else part(job, now, begin, ready, message))
+        if queue:
+            Due(self.env, self.transfer, NORMAL, queue.popleft(), self._sent)
+        elif self.idle is not None:
+            self.idle(self)
+
+
+class ResourceLink:
+    """The same FIFO link as a ``simpy.Resource`` of ``capacity`` one and one SimPy process a message
+    (``network.link_model: resource``): the textbook model, at a third to a half of ``Link``'s speed (four
+    calendar events a message against two, and a process). A subclass extends it (docs/architecture.md: a link of
+    capacity two); tests/test_event_engine.py holds its tables equal to ``Link``'s."""
+
+    capacity = 1  # messages on the link at once, each at the full bandwidth
+
+    def __init__(self, env: simpy.Environment, transfer: float, sent, idle=None, key=0) -> None:
+        self.env, self.transfer, self.sent, self.idle, self.key = env, transfer, sent, idle, key
+        self.resource = simpy.Resource(env, capacity=self.capacity)
+
+    def reach(self, event) -> None:
+        self.env.process(self._send(event._value))
+
+    def _send(self, message):
+        job, begin, ready, index = message
+        with self.resource.request() as granted:
+            yield granted
+            yield self.env.timeout(self.transfer)
+            now = self.env.now
+            self.sent(Result(job, now, begin, ready) if index is None else part(job, now, begin, ready, index))
+        if self.idle is not None and not self.resource.users and not self.resource.queue:
+            self.idle(self)
+
+
+class FairShareLink:
+    """Every node's uplink and the master's ingress, shared fairly by the messages crossing them
+    (gcbench/models/fair_share.py): each message a flow from the moment it reaches its node's link, at the rate
+    max-min fairness gives it, which changes as flows join and end. One calendar event is due at a time, the
+    next end at the present rates; a flow joining meanwhile makes a new one, and the old one, due at a time
+    that no longer holds, is skipped when it comes (SimPy cannot cancel an event). A message from the master's
+    own node crosses no link: it arrives as it reaches it."""
+
+    def __init__(self, env: simpy.Environment, wire: Wire, size: float, sent, idle=None, key=0) -> None:
+        self.env, self.wire, self.size, self.sent, self.idle, self.key = env, wire, float(size), sent, idle, key
+        self.messages: list = []  # (job, begin, ready, message index) of each flow
+        self.nodes = np.zeros(0, dtype=int)
+        self.remaining = np.zeros(0)
+        self.rate = np.zeros(0)
+        self.updated = 0.0  # when ``remaining`` was last brought up to date
+        self.due, self.ends, self.generation = INF, np.zeros(0, dtype=bool), 0
+
+    def reach(self, event: Due) -> None:
+        """A message reaches its node's link now."""
+        value = event._value
+        node = int(self.wire.node[value[0].worker])
+        now = self.env._now
+        if node < 0:
+            self._deliver(value, now)
+            if not self.messages and self.idle is not None:
+                self.idle(self)
+            return
+        self._advance(now)
+        self.messages.append(value)
+        self.nodes = np.append(self.nodes, node)
+        self.remaining = np.append(self.remaining, self.size)
+        self._schedule(now)
+
+    def _advance(self, now: float) -> None:
+        if self.messages:
+            self.remaining -= sent(self.rate, now - self.updated)
+        self.updated = now
+
+    def _schedule(self, now: float) -> None:
+        """The rates from now on, and an event at the first end they give."""
+        active = np.ones((1, len(self.messages)), dtype=bool)
+        self.rate = rates(active, self.nodes, self.wire.uplink, self.wire.ingress)[0]
+        end = ending(np.asarray(now), self.remaining, self.rate)
+        self.due = float(end.min())
+        self.ends = end <= self.due
+        self.generation += 1
+        Due(self.env, self.due - now, NORMAL, self.generation, self._end)
+
+    def _end(self, event: Due) -> None:
+        if event._value != self.generation:
+            return  # made before a flow joined: the rates it was due at no longer hold
+        now = self.due
+        self._advance(now)
+        ends, kept = np.flatnonzero(self.ends), np.flatnonzero(~self.ends)
+        ended = [self.messages[i] for i in ends]
+        self.messages = [self.messages[i] for i in kept]
+        self.nodes, self.remaining = self.nodes[kept], self.remaining[kept]
+        if self.messages:
+            self._schedule(now)
+        for value in ended:
+            self._deliver(value, self.env._now)
+        if not self.messages and self.idle is not None:
+            self.idle(self)
+
+    def _deliver(self, value, now: float) -> None:
+        job, begin, ready, message = value
+        self.sent(Result(job, now, begin, ready) if message is None else part(job, now, begin, ready, message))
+
+
+LINK_MODELS = {"events": Link, "resource": ResourceLink}  # network.link_model -> the FIFO link's class
+INF = float("inf")
+
+
+def part(job: Job, at: float, begin: float, ready: float, index: int) -> Result:
+    """The result carrying one message (index ``index`` of its worker's) of a job."""
+    result = Result(job, at, begin, ready)
+    result.message = index
+    return result

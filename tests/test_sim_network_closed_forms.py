@@ -1,0 +1,106 @@
+"""The simulator's shared links against closed forms: uploads through the master's ingress and through nodes' own
+uplinks, shared fairly (gcbench/models/fair_share.py), in both engines."""
+
+from __future__ import annotations
+
+import pytest
+
+from gcbench.scenario.build import scheme_for
+from gcbench.sim.event import simulate_event
+from gcbench.sim.synchronous import simulate_synchronous
+
+from simhelpers import scenario
+
+COMPUTE, LENGTH = 0.1, 250_000  # seconds a job; a float32 gradient of a million bytes
+BYTES = 4 * LENGTH
+DETERMINISTIC = {"per_partition": {"distribution": "deterministic", "value": COMPUTE}}
+ENGINES = {"vectorised": simulate_synchronous, "event": simulate_event}
+
+
+def durations(engine: str, **fields):
+    sc = scenario(iterations=4, compute=DETERMINISTIC, gradient={"length": LENGTH, "dtype": "float32"}, **fields)
+    variant = sc.variants[0]
+    return ENGINES[engine](sc, variant, scheme_for(sc, variant), 0).duration
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("policy", ["wait_all", {"name": "fastest_k", "k": 1}])
+def test_n_uploads_through_one_ingress_share_it_and_end_together(engine, policy):
+    """n messages of b bytes reaching an ingress of rate r at once each get r / n: all arrive n b / r later,
+    the first as late as the last (a FIFO link, network.shared_link, delivers the first after b / r)."""
+    n, rate = 6, 2e7
+    network = {"latency": 0.01, "master": {"ingress": rate}}
+    got = durations(engine, workers=n, network=network, variants=[{"scheme": "uncoded", "policy": policy}])
+    assert got == pytest.approx([COMPUTE + 0.01 + n * BYTES / rate] * 4, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_ingress_wider_than_the_workers_uplinks_adds_nothing(engine):
+    """Each worker's own uplink of rate u, an ingress of more than n u: each message takes b / u, as without it."""
+    n, rate = 6, 1e7
+    network = {"bandwidth": rate, "master": {"ingress": n * rate * 1.5}}
+    assert durations(engine, workers=n, network=network) == pytest.approx([COMPUTE + BYTES / rate] * 4, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_two_nodes_of_w_workers_each_share_their_own_uplink(engine):
+    """The master alone on node 0, w workers on each of nodes 1 and 2, uplinks of rate u, no ingress limit:
+    each node's w messages share its link, so every message takes w b / u."""
+    w, rate = 3, 2e7
+    topology = {"nodes": 3, "placement": {0: [], 1: [0, 1, 2], 2: [3, 4, 5]}}
+    got = durations(engine, workers=2 * w, topology=topology, network={"bandwidth": rate})
+    assert got == pytest.approx([COMPUTE + w * BYTES / rate] * 4, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_workers_on_the_master_s_node_cross_no_link(engine):
+    """All workers on node 0, beside the master: a message arrives its latency after it is ready."""
+    got = durations(engine, workers=4, topology={"nodes": 1}, network={"latency": 0.02, "bandwidth": 1e3})
+    assert got == pytest.approx([COMPUTE + 0.02] * 4, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_ingress_is_filled_by_water_levels_over_the_nodes_uplinks(engine):
+    """Node 1: one worker on a slow uplink s; node 2: three workers on a fast one; an ingress of rate r between
+    them. Node 1's flow keeps its s (below the level), node 2's three share r - s: they end 3 b / (r - s) after
+    they start; node 1's ends at b / s (later), alone on the ingress by then."""
+    slow, fast, ingress = 4e6, 1e8, 2e7
+    topology = {"nodes": 3, "placement": {0: [], 1: [0], 2: [1, 2, 3]}}
+    network = {"bandwidth": fast, "nodes": {1: {"bandwidth": slow}}, "master": {"ingress": ingress}}
+    wait_all = {"scheme": "uncoded", "policy": "wait_all"}
+    three = {"scheme": "uncoded", "policy": {"name": "fastest_k", "k": 3}}
+    assert 3 * BYTES / (ingress - slow) < BYTES / slow
+    got = durations(engine, workers=4, topology=topology, network=network, variants=[three])
+    assert got == pytest.approx([COMPUTE + 3 * BYTES / (ingress - slow)] * 4, rel=1e-12)
+    got = durations(engine, workers=4, topology=topology, network=network, variants=[wait_all])
+    assert got == pytest.approx([COMPUTE + BYTES / slow] * 4, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_node_on_a_slow_link_is_a_network_straggler_a_code_rides_out(engine):
+    """Four workers on nodes 1 and 2 (spread), node 2's uplink 20 times slower. Uncoded waits for node 2's two
+    messages sharing its link: 2 b / slow. FR s=1's groups, (0, 1) and (2, 3), each have a worker on node 1:
+    it decodes once node 1's two messages are in, 2 b / fast; each FR message carries 2 partitions' worth of
+    work but as many bytes."""
+    fast, slow = 4e7, 2e6
+    topology = {"nodes": 3, "placement": {0: [], 1: [0, 2], 2: [1, 3]}}
+    network = {"bandwidth": fast, "nodes": {2: {"bandwidth": slow, "latency": 0.05}}}
+    uncoded = durations(engine, workers=4, topology=topology, network=network)
+    assert uncoded == pytest.approx([COMPUTE + 0.05 + 2 * BYTES / slow] * 4, rel=1e-12)
+    fr = durations(engine, workers=4, topology=topology, network=network, variants=[{"scheme": "fr", "s": 1}])
+    assert fr == pytest.approx([2 * COMPUTE + 2 * BYTES / fast] * 4, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_later_flow_takes_half_the_ingress_from_its_arrival(engine):
+    """Two workers on an ingress of rate r, with b = 2 r c: worker 0 is ready at c, worker 1 (half as fast) at
+    2c. Worker 0 has the ingress alone for c (r c sent), then half of it: its last r c take 2c, to 4c. Worker 1
+    gets r / 2 from 2c to 4c (r c sent), then all of it for its last r c: c more, to 5c."""
+    rate = BYTES / (2 * COMPUTE)
+    compute = {"per_partition": {"distribution": "deterministic", "value": COMPUTE}, "speeds": [1.0, 0.5]}
+    sc = scenario(iterations=3, gradient={"length": LENGTH, "dtype": "float32"}, workers=2,
+                  network={"master": {"ingress": rate}}, compute=compute)  # fmt: skip
+    rec = ENGINES[engine](sc, sc.variants[0], scheme_for(sc, sc.variants[0]), 0)
+    arrival = rec.arrival - rec.start[:, None]
+    assert arrival[:, 0] == pytest.approx([4 * COMPUTE] * 3, rel=1e-12)
+    assert arrival[:, 1] == pytest.approx([5 * COMPUTE] * 3, rel=1e-12)
