@@ -153,16 +153,20 @@ def test_what_emulate_cannot_run_is_one_sentence_and_exit_2(tmp_path, change, op
 
 
 def test_the_emulated_links_are_the_simulated_ones():
-    """Node 0, the master's, receives at the master's ingress; every other node sends at its own bandwidth or
-    the network's; downlinks, which the simulator does not model, are not shaped."""
+    """Node 0, the master's, sends at the master's egress and receives at its ingress; every other node sends at
+    its bandwidth and receives at its downlink, its own or the network's (null: unshaped)."""
     from gcbench.real.run.emulated import node_specs
     from gcbench.scenario.schema import Scenario
 
     data = {"name": "links", "workers": 4, "iterations": 2, "variants": [{"scheme": "uncoded"}],
             "topology": {"nodes": 3}, "compute": {"per_partition": {"distribution": "exponential", "rate": 1.0}},
-            "network": {"bandwidth": 5e6, "nodes": {2: {"bandwidth": 1e6}}, "master": {"ingress": 8e6}}}  # fmt: skip
+            "network": {"bandwidth": 5e6, "nodes": {2: {"bandwidth": 1e6, "downlink": 3e6}},
+                        "master": {"ingress": 8e6}}}  # fmt: skip
     rates = [(spec.links.up, spec.links.down) for spec in node_specs(Scenario.model_validate(data))]
-    assert rates == [(None, 8e6), (5e6, None), (1e6, None)]
+    assert rates == [(None, 8e6), (5e6, None), (1e6, 3e6)]
+    data["network"] = {"downlink": 2e6, "master": {"egress": 9e6}}
+    rates = [(spec.links.up, spec.links.down) for spec in node_specs(Scenario.model_validate(data))]
+    assert rates == [(9e6, None), (None, 2e6), (None, 2e6)]
 
 
 def test_the_simulator_runs_the_same_topology_on_its_links(tmp_path):

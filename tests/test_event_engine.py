@@ -130,6 +130,10 @@ TOPOLOGIES = st.sampled_from(
         ({"nodes": 3}, {"latency": 0.01, "bandwidth": 1e8, "nodes": {2: {"bandwidth": 2e7, "latency": 0.04}}}),
         ({"nodes": 1}, {"latency": 0.02}),
         (None, {"latency": 0.01, "bandwidth": 2e8, "master": {"ingress": 4e8}}),
+        # the weights' way out: the master's egress, nodes' downlinks
+        ({"nodes": 3}, {"bandwidth": 1e8, "downlink": 5e7, "master": {"egress": 2e8}}),
+        ({"nodes": 2, "placement": "pack"}, {"nodes": {1: {"downlink": 4e7, "latency": 0.02}}}),
+        (None, {"master": {"egress": 3e8}}),
     ]
 )
 # the times around the compute a calibrated scenario models: a job's dispatch, the master's time between iterations
@@ -199,6 +203,8 @@ def synchronous_points(draw) -> SweepPoint:
         if topology is not None:
             data["topology"] = topology
         data.update(stale_work="abandon")  # (late work on the links the run shares: the event engine's alone)
+        if "egress" in network.get("master", {}) or "downlink" in str(network):
+            data.update(failures={"model": "none"})  # (a redone job's weights: the event engine's alone)
     if data["network"].get("shared_link"):
         # late work on the one link of the run (stale_work: finish) is the event engine's alone: auto picks it
         # (tests/test_simpy_cluster.py); the fast path's link per iteration is the model under abandon
@@ -247,6 +253,24 @@ def _point(**fields) -> SweepPoint:
         iterations=3,
         compute={"per_partition": {"distribution": "deterministic", "value": 0.25}},
         variants=[{"scheme": "ignore_stragglers", "s": 1, "policy": {"name": "relative_deadline", "mu": 0.0}}],
+    ),
+    0,
+)
+@example(  # a job still on its way at the stop sends nothing: the late messages on the shared links go faster
+    _point(
+        workers=8,
+        iterations=16,
+        compute={
+            "per_partition": {"distribution": "deterministic", "value": 0.02},
+            "overhead": {"distribution": "exponential", "rate": 10.0},
+        },
+        network={
+            "bandwidth": 2e8,
+            "master": {"ingress": 3e8},
+            "dispatch": {"distribution": "exponential", "rate": 20.0},
+        },
+        topology={"nodes": 3, "placement": "pack"},
+        variants=[{"scheme": "ignore_stragglers", "s": 2, "policy": "decodable"}],
     ),
     0,
 )

@@ -272,7 +272,12 @@ def test_nonsense_is_refused_before_simulating(tmp_path, setting, expected):
         (
             "network: {nodes: {0: {bandwidth: 1.0e+6}}}\ntopology: {nodes: 2}\n",
             ": network.nodes: node 0 holds the master, so its workers' messages cross no link and it has no bandwidth "
-            "to set; set the master's own NIC with network.master.ingress.\n",
+            "to set; set the master's own NIC with network.master.ingress and egress.\n",
+        ),
+        (
+            "network: {nodes: {0: {downlink: 1.0e+6}}}\ntopology: {nodes: 2}\n",
+            ": network.nodes: node 0 holds the master, so its workers' messages cross no link and it has no downlink "
+            "to set; set the master's own NIC with network.master.ingress and egress.\n",
         ),
         (
             "network: {bandwidth: 1.0e+6, shared_link: true}\ntopology: {nodes: 2}\n",
@@ -293,6 +298,19 @@ def test_nonsense_is_refused_before_simulating(tmp_path, setting, expected):
 )
 def test_links_a_topology_cannot_have_are_refused_in_one_sentence(tmp_path, network, expected):
     assert refused(tmp_path, BASE + network) == expected
+
+
+def test_the_fast_path_refuses_weights_that_take_time_beside_failures_in_one_sentence(tmp_path):
+    text = BASE + "network: {master: {egress: 1.0e+6}}\nfailures: {model: crash, probability: 0.1, downtime: 1}\n"
+    assert refused(tmp_path, text + "engine: vectorised\n") == (
+        "error: engine: vectorised sends every iteration's weights as it starts, and with failures and the weights "
+        "taking time (network.master.egress or a downlink) a recovered worker's copy is sent as it is back; use "
+        "engine: auto or event.\n"
+    )
+    path = tmp_path / "auto.yaml"
+    path.write_text(text)
+    done = runner.invoke(app, ["simulate", str(path), "--out", str(tmp_path / "auto")])
+    assert done.exit_code == 0 and "engine: event" in done.output, done.output
 
 
 def test_a_bad_data_dir_names_the_field_and_what_it_is_relative_to(tmp_path, monkeypatch):

@@ -3,6 +3,7 @@ uplinks, shared fairly (gcbench/models/fair_share.py), in both engines."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from gcbench.scenario.build import scheme_for
@@ -104,3 +105,38 @@ def test_a_later_flow_takes_half_the_ingress_from_its_arrival(engine):
     arrival = rec.arrival - rec.start[:, None]
     assert arrival[:, 0] == pytest.approx([4 * COMPUTE] * 3, rel=1e-12)
     assert arrival[:, 1] == pytest.approx([5 * COMPUTE] * 3, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_weights_broadcast_to_n_workers_shares_the_master_s_egress(engine):
+    """n copies of the weights (b bytes, the gradient's size) leave an egress of rate e together: each job starts
+    n b / e after its iteration, and the iteration lasts that plus the compute."""
+    n, rate = 5, 4e7
+    got = durations(engine, workers=n, network={"master": {"egress": rate}})
+    assert got == pytest.approx([n * BYTES / rate + COMPUTE] * 4, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_each_node_s_downlink_is_shared_by_its_workers_copies(engine):
+    """Two workers on the master's node (no link), two on node 1 whose downlink of rate d they share, and three
+    on node 2 with a downlink of its own, twice as fast: node 1's jobs start 2 b / d after the iteration, node
+    2's 3 b / (2 d), node 0's at once; the iteration waits for node 1's (the later)."""
+    rate = 2e7
+    topology = {"nodes": 3, "placement": {0: [0, 1], 1: [2, 3], 2: [4, 5, 6]}}
+    network = {"downlink": rate, "nodes": {2: {"downlink": 2 * rate}}}
+    sc = scenario(iterations=2, compute=DETERMINISTIC, gradient={"length": LENGTH, "dtype": "float32"}, workers=7,
+                  topology=topology, network=network)  # fmt: skip
+    rec = ENGINES[engine](sc, sc.variants[0], scheme_for(sc, sc.variants[0]), 0)
+    waited = rec.compute_start - rec.start[:, None]
+    expected = [0, 0] + [2 * BYTES / rate] * 2 + [3 * BYTES / (2 * rate)] * 3
+    np.testing.assert_allclose(waited, [expected] * 2, rtol=1e-12, atol=1e-15)
+    assert rec.duration == pytest.approx([2 * BYTES / rate + COMPUTE] * 2, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_without_egress_or_downlinks_the_weights_take_no_time(engine):
+    """Today's scenarios: uplinks only, jobs start as their iteration does."""
+    sc = scenario(iterations=2, compute=DETERMINISTIC, gradient={"length": LENGTH, "dtype": "float32"}, workers=3,
+                  network={"bandwidth": 1e7})  # fmt: skip
+    rec = ENGINES[engine](sc, sc.variants[0], scheme_for(sc, sc.variants[0]), 0)
+    assert (rec.compute_start == rec.start[:, None]).all()

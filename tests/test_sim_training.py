@@ -114,6 +114,17 @@ def test_exact_training_survives_crashes_and_redone_work(stale_work):
     np.testing.assert_allclose(reference.loss, run({"scheme": "uncoded", "policy": "wait_all"}).loss, rtol=1e-5)
 
 
+@pytest.mark.blas
+def test_training_on_a_topology_s_links_waits_for_the_weights_and_trains_as_without_them():
+    """Jobs that wait for their copy of the weights (the master's egress, a node's downlink) still compute on
+    them: the losses are those of a run whose weights take no time, the iterations longer."""
+    variant = {"scheme": "cr", "s": 2}
+    links = {"topology": {"nodes": 3}, "network": {"bandwidth": 2e6, "downlink": 1e6, "master": {"egress": 3e6}}}
+    wired, plain = run(variant, **links), run(variant)
+    assert wired.exact.all() and (wired.duration > plain.duration).all()
+    np.testing.assert_allclose(wired.loss, plain.loss, rtol=1e-5, atol=1e-7)
+
+
 def test_the_exact_schemes_decode_from_different_workers_each_iteration():
     """So their equal losses are not those of one set of workers: the straggling changes who is used."""
     rec = run({"scheme": "cr", "s": 2})

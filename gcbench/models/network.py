@@ -8,7 +8,9 @@ event engine's SimPy cluster models that link (gcbench/sim/links.py); both give 
 With a topology (gcbench/models/topology.py) or ``master.ingress``, links are shared fairly instead, as TCP
 flows share them (gcbench/models/wire.py): each node's uplink (``bandwidth``, or the node's own in ``nodes``)
 by the messages of its workers, and the master's ingress by every node's; a worker on the master's node
-crosses no link, and each node's messages take its own ``latency``.
+crosses no link, and each node's messages take its own ``latency``. With ``master.egress`` or a ``downlink``, each
+job also waits for the weights: a copy a job, sent as the master sends the job, through the master's egress
+(shared by every copy) and the worker's node's downlink (shared by its workers' copies).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class NodeLinks(Config):
     """One node's own settings, where they differ from the network's (null: the network's)."""
 
     bandwidth: Annotated[float, Field(gt=0)] | None = None  # bytes per second of the node's uplink
+    downlink: Annotated[float, Field(gt=0)] | None = None  # bytes per second the node receives at
     latency: Seconds | None = None
 
 
@@ -33,11 +36,13 @@ class MasterLinks(Config):
     """The master's NIC."""
 
     ingress: Annotated[float, Field(gt=0)] | None = None  # bytes per second every node's messages share; null: no limit
+    egress: Annotated[float, Field(gt=0)] | None = None  # bytes per second the weights' copies share; null: no limit
 
 
 class Network(Config):
     latency: Seconds = 0.0
     bandwidth: Annotated[float, Field(gt=0)] | None = None  # bytes per second; null: infinite
+    downlink: Annotated[float, Field(gt=0)] | None = None  # bytes per second each node receives at; null: infinite
     shared_link: bool = False
     # the event engine's model of the shared link: a chain of calendar events (fast), or a simpy.Resource
     link_model: Literal["events", "resource"] = "events"

@@ -53,10 +53,11 @@ def network_problems(scenario: ScenarioFields) -> list[str]:
         if outside:
             problems.append(f"network.nodes: names node {outside[0]}, and the nodes are 0 to {topology.nodes - 1}")
         master = network.nodes.get(0)
-        if master is not None and master.bandwidth is not None:
+        if master is not None and (master.bandwidth is not None or master.downlink is not None):
+            field = "bandwidth" if master.bandwidth is not None else "downlink"
             problems.append(
                 "network.nodes: node 0 holds the master, so its workers' messages cross no link and it has no "
-                "bandwidth to set; set the master's own NIC with network.master.ingress"
+                f"{field} to set; set the master's own NIC with network.master.ingress and egress"
             )
     if network.shared_link and (topology is not None or network.master.ingress is not None):
         fair = "a topology" if topology is not None else "network.master.ingress"

@@ -148,6 +148,11 @@ def message_bytes(scenario: Scenario, scheme: Scheme, compressor: Compressor | N
     return entries * itemsize if compressor is None else compressor.payload_bytes(entries, itemsize)
 
 
+def weights_bytes(scenario: Scenario) -> int:
+    """Bytes of the weights the master sends a worker with its job: the gradient's length, uncompressed."""
+    return scenario.gradient.length * DTYPE_BYTES[scenario.gradient.dtype]
+
+
 def message_delay(scenario: Scenario, scheme: Scheme, compressor: Compressor | None = None) -> float:
     """Seconds every message takes besides its transfer: the network's latency, plus compressing it on its worker
     and decompressing it on the master at the compressor's cost per entry (a constant for every message of a

@@ -42,7 +42,7 @@ import simpy
 from gcbench.cluster import Cluster, Event, Failure, Job, Restart, Result, message_fractions
 from gcbench.models.wire import Wire
 from gcbench.scenario.draw_rows import DrawnRows, by_row
-from gcbench.scenario.draws import RunDraws, draw_run, message_bytes, message_delay
+from gcbench.scenario.draws import RunDraws, draw_run, message_bytes, message_delay, weights_bytes
 from gcbench.sim.links import LINK_MODELS, Due, FairShareLink, Link, ResourceLink, part
 
 INF = float("inf")
@@ -86,6 +86,13 @@ class SimPyCluster(Cluster):
         self.remaining: dict[Job, int] = {}  # such a job's messages still to deliver
         self.link_per_job, self.links = link_per_job, {}  # job id -> the link its messages share
         self.link = None if link_per_job else self._shared_link()  # the run's one link (asynchronous, or finish)
+        # the weights' way to the workers, where it takes time (else None): per iteration, or the run's, as above
+        self.weights_size = weights_bytes(scenario)
+        broadcasts = self.wire is not None and self.wire.broadcasts
+        self.weights = None if not broadcasts else self._new_weights_link()
+        self.weights_links: dict[int, FairShareLink] = {}
+        self.receiving: dict[Job, None] = {}  # jobs whose weights are on their way (a dict: in order)
+        self.dropped: set[Job] = set()  # of those, jobs the master abandoned meanwhile
         self.free_at = [0.0] * self.n  # when each worker's queued work ends
         self.down_until = [0.0] * self.n
         self._dead: set[int] = set()
@@ -117,16 +124,28 @@ class SimPyCluster(Cluster):
         self, worker: int, job: int, row: int, crash: bool, batch: int | None = None, version: int | None = None,
         tasks: tuple[tuple[int, int], ...] | None = None,
     ) -> Job:  # fmt: skip
-        env = self.env
+        handle = Job(worker, job, row, self.env.now, crash)
+        if worker in self._dead:
+            return handle  # crashed for good: the job never runs, and nothing waits for it
+        if self.weights is None:
+            self._start(handle)
+        else:  # the job starts once its copy of the weights is in
+            self.receiving[handle] = None
+            self._weights_link(job).add(worker, handle)
+        return handle
+
+    def _start(self, handle: Job) -> None:
+        """The job reaches its worker now (with its weights): it begins a dispatch later, once the worker is free
+        and up."""
+        env, worker, job, row, crash = self.env, handle.worker, handle.id, handle.row, handle.crash
         now = env.now
         sent = now if self.dispatch is None else now + self.dispatch[row][worker]
         begin = max(sent, self.free_at[worker], self.down_until[worker])
-        handle = Job(worker, job, row, now, crash)
         if worker in self._dead:
-            return handle  # crashed for good: the job never runs, and nothing waits for it
+            return  # crashed for good while its weights were on their way
         if crash:
             self._crash(handle, begin)
-            return handle
+            return
         seconds = self.seconds(worker, row)
         ready = begin + seconds
         self.free_at[worker] = ready
@@ -142,7 +161,28 @@ class SimPyCluster(Cluster):
         else:
             delay += self.transfer
             env.timeout(delay, Result(handle, now + delay, begin, ready)).callbacks.append(self._queue)
-        return handle
+
+    def _weights_in(self, handle: Job) -> None:
+        """A job's copy of the weights is in: it starts, unless the master abandoned it meanwhile (it never runs)."""
+        del self.receiving[handle]
+        if handle in self.dropped:
+            self.dropped.discard(handle)
+            return
+        self._start(handle)
+
+    def _weights_link(self, job: int) -> FairShareLink:
+        """The links the job's weights cross: its iteration's own (as its messages have), or the run's."""
+        if not self.link_per_job:
+            return self.weights
+        link = self.weights_links.get(job)
+        if link is None:
+            link = self.weights_links[job] = FairShareLink.weights(
+                self.env, self.wire, self.weights_size, self._weights_in, self._weights_link_idle, job
+            )
+        return link
+
+    def _weights_link_idle(self, link: FairShareLink) -> None:
+        del self.weights_links[link.key]
 
     def _send_messages(self, handle: Job, begin: float, seconds: float, fractions: tuple[float, ...]) -> None:
         """Each of the job's messages once the partitions it uses are computed, each with its own transfer."""
@@ -252,8 +292,11 @@ class SimPyCluster(Cluster):
 
     def _new_link(self, idle=None, key=0) -> Link | ResourceLink | FairShareLink:
         if self.wire is not None:
-            return FairShareLink(self.env, self.wire, self.size, self._queue_result, idle, key)
+            return FairShareLink.uploads(self.env, self.wire, self.size, self._queue_result, idle, key)
         return self.link_class(self.env, self.transfer, self._queue_result, idle, key)
+
+    def _new_weights_link(self) -> FairShareLink:
+        return FairShareLink.weights(self.env, self.wire, self.weights_size, self._weights_in)
 
     def _job_link_idle(self, link: Link) -> None:
         del self.links[link.key]  # an iteration's link, idle for good once its messages are through
@@ -265,7 +308,7 @@ class SimPyCluster(Cluster):
         events, env, calendar, jobs = self.events, self.env, self.env._queue, self.jobs
         while not events:
             when = calendar[0][0] if calendar else INF  # (env.peek(), without its call)
-            if when > until or when == INF or not (jobs or self.timers):
+            if when > until or when == INF or not (jobs or self.timers or self.receiving):
                 if env.now < until < INF:
                     env.run(until=until)
                 return None
@@ -279,23 +322,27 @@ class SimPyCluster(Cluster):
             if job in self.jobs:
                 self.abandoned[job] = now
                 self.free_at[job.worker] = min(self.free_at[job.worker], now)
+            elif job in self.receiving:
+                self.dropped.add(job)
 
     def down(self, worker: int) -> bool:
         return worker in self._dead or self.env.now < self.down_until[worker]
 
     def running(self, job_ids: Iterable[int]) -> list[Job]:
         ids = set(job_ids)
-        return [job for job, (job_id, _) in self.jobs.items() if job_id in ids]
+        started = [job for job, (job_id, _) in self.jobs.items() if job_id in ids]
+        return started + [job for job in self.receiving if job.id in ids and job not in self.dropped]
 
     def in_flight(self, job_ids: Iterable[int]) -> bool:
         ids = set(job_ids)
-        return any(job_id in ids for job_id, _ in self.jobs.values())
+        receiving = any(job.id in ids and job not in self.dropped for job in self.receiving)
+        return any(job_id in ids for job_id, _ in self.jobs.values()) or receiving
 
     def pending(self) -> bool:
         """Events not yet taken, or the cluster's own work outstanding: a job that will still deliver (its
         messages on a link included), a failure or restart scheduled. Not any SimPy event: a process of a
         subclass's may never end, and the master reads this to tell a run that can never finish."""
-        return bool(self.events) or bool(self.jobs) or self.timers > 0
+        return bool(self.events) or bool(self.jobs) or self.timers > 0 or bool(self.receiving)
 
     def drain(self, seconds: float = INF) -> list[Event]:
         until, events = self.env.now + seconds, []
@@ -312,10 +359,15 @@ class SimPyCluster(Cluster):
         self.timers = 0
         self.links.clear()
         self.link = None if self.link is None else self._shared_link()
+        self.weights_links.clear()
+        self.weights = None if self.weights is None else self._new_weights_link()
+        self.receiving.clear()
+        self.dropped.clear()
         self.env._queue.clear()  # SimPy cannot cancel a scheduled event; an emptied calendar has none
 
     def leftovers(self) -> list[str]:
         """Jobs in flight, events not yet taken, and SimPy events still scheduled (a process waits on one)."""
         counts = {"jobs in flight": len(self.jobs), "events not taken": len(self.events)}
+        counts["jobs waiting for their weights"] = len(self.receiving)
         counts["scheduled SimPy events"] = len(self.env._queue)
         return [f"{count} {what}" for what, count in counts.items() if count]

@@ -7,6 +7,7 @@ from typing import Literal
 
 from gcbench.coding import Scheme
 from gcbench.errors import GcbenchError
+from gcbench.models.wire import Wire
 from gcbench.results.messages import sends_several
 from gcbench.results.recorder import RunRecorder
 from gcbench.scenario.build import scheme_for
@@ -70,6 +71,11 @@ def event_only(scenario: Scenario, variant: Variant) -> str | None:
             f"gives each iteration's messages links of their own, and with {shared} and stale_work: "
             f"finish late work shares the links with the next iteration's; {AUTO}, or stale_work: abandon"
         )
+    if weights_wait_for_restarts(scenario):
+        return (
+            "sends every iteration's weights as it starts, and with failures and the weights taking time "
+            f"(network.master.egress or a downlink) a recovered worker's copy is sent as it is back; {AUTO}"
+        )
     if restarts_wait_for_the_master(scenario):
         return (
             "sends a recovered worker's unfinished jobs as it is back, and with master.between_iterations, "
@@ -91,6 +97,13 @@ def late_work_shares_the_link(scenario: Scenario) -> bool:
 
 def _fair_links(scenario: Scenario) -> str:
     return "a topology's links" if scenario.topology is not None else "network.master.ingress"
+
+
+def weights_wait_for_restarts(scenario: Scenario) -> bool:
+    """Failures, and weights that take time to send: a job redone after a crash gets its copy as its worker is
+    back, sharing the links with whatever is still in flight then (the event engine's cluster)."""
+    wire = Wire.of(scenario.network, scenario.topology, scenario.workers)
+    return scenario.failures.model != "none" and wire is not None and wire.broadcasts
 
 
 def restarts_wait_for_the_master(scenario: Scenario) -> bool:

@@ -1,7 +1,8 @@
-"""The master's ingress as the SimPy cluster models it: a FIFO link (``Link``, or ``ResourceLink``, the same as a
-``simpy.Resource``) that sends one message at a time at the full bandwidth (``network.shared_link``), or links
-shared fairly (``FairShareLink``: every node's uplink and the master's ingress, ``network.master.ingress`` and a
-topology's nodes), and the calendar event they are made of (``Due``)."""
+"""The links as the SimPy cluster models them: the master's ingress as a FIFO link (``Link``, or
+``ResourceLink``, the same as a ``simpy.Resource``) that sends one message at a time at the full bandwidth
+(``network.shared_link``), or links shared fairly (``FairShareLink``: every node's uplink and the master's
+ingress for the messages, the master's egress and every node's downlink for the weights; a topology's and
+``network.master``'s), and the calendar event they are made of (``Due``)."""
 
 from __future__ import annotations
 
@@ -96,47 +97,68 @@ class ResourceLink:
 
 
 class FairShareLink:
-    """Every node's uplink and the master's ingress, shared fairly by the messages crossing them
-    (gcbench/models/fair_share.py): each message a flow from the moment it reaches its node's link, at the rate
-    max-min fairness gives it, which changes as flows join and end. One calendar event is due at a time, the
-    next end at the present rates; a flow joining meanwhile makes a new one, and the old one, due at a time
-    that no longer holds, is skipped when it comes (SimPy cannot cancel an event). A message from the master's
-    own node crosses no link: it arrives as it reaches it."""
+    """Every node's link and the master's NIC, shared fairly by the flows crossing them
+    (gcbench/models/fair_share.py): each message (or copy of the weights) a flow from the moment it reaches its
+    node's link, at the rate max-min fairness gives it, which changes as flows join and end. One calendar event
+    is due at a time, the next end at the present rates; a flow joining meanwhile makes a new one, and the old
+    one, due at a time that no longer holds, is skipped when it comes (SimPy cannot cancel an event). A flow of a
+    worker on the master's own node crosses no link: it is through as it starts.
 
-    def __init__(self, env: simpy.Environment, wire: Wire, size: float, sent, idle=None, key=0) -> None:
-        self.env, self.wire, self.size, self.sent, self.idle, self.key = env, wire, float(size), sent, idle, key
-        self.messages: list = []  # (job, begin, ready, message index) of each flow
+    ``uploads`` (the workers' messages, through each node's uplink and the master's ingress) takes the messages
+    as ``reach`` events and hands each on as a result; ``weights`` (the master's copies, through its egress and
+    each node's downlink) takes ``add(worker, value)`` and calls ``through(value)``."""
+
+    def __init__(self, env: simpy.Environment, node: np.ndarray, node_rate: np.ndarray, shared_rate: float,
+                 size: float, through, idle=None, key=0) -> None:  # fmt: skip
+        self.env, self.node, self.node_rate, self.shared_rate = env, node, node_rate, shared_rate
+        self.size, self.through, self.idle, self.key = float(size), through, idle, key
+        self.values: list = []  # what each flow carries, handed to ``through`` as it is through
         self.nodes = np.zeros(0, dtype=int)
         self.remaining = np.zeros(0)
         self.rate = np.zeros(0)
         self.updated = 0.0  # when ``remaining`` was last brought up to date
         self.due, self.ends, self.generation = INF, np.zeros(0, dtype=bool), 0
 
+    @classmethod
+    def uploads(cls, env: simpy.Environment, wire: Wire, size: float, sent, idle=None, key=0) -> FairShareLink:
+        """The workers' messages to the master; ``sent(result)`` takes each as it arrives."""
+        return cls(env, wire.node, wire.uplink, wire.ingress, size, lambda value: sent(_result(value, env._now)),
+                   idle, key)  # fmt: skip
+
+    @classmethod
+    def weights(cls, env: simpy.Environment, wire: Wire, size: float, through, idle=None, key=0) -> FairShareLink:
+        """The master's copies of the weights to the workers."""
+        return cls(env, wire.node, wire.downlink, wire.egress, size, through, idle, key)
+
     def reach(self, event: Due) -> None:
-        """A message reaches its node's link now."""
+        """A message reaches its node's link now (the callback of its event)."""
         value = event._value
-        node = int(self.wire.node[value[0].worker])
+        self.add(value[0].worker, value)
+
+    def add(self, worker: int, value) -> None:
+        """A flow of ``worker``'s starts now."""
+        node = int(self.node[worker])
         now = self.env._now
         if node < 0:
-            self._deliver(value, now)
-            if not self.messages and self.idle is not None:
+            self.through(value)
+            if not self.values and self.idle is not None:
                 self.idle(self)
             return
         self._advance(now)
-        self.messages.append(value)
+        self.values.append(value)
         self.nodes = np.append(self.nodes, node)
         self.remaining = np.append(self.remaining, self.size)
         self._schedule(now)
 
     def _advance(self, now: float) -> None:
-        if self.messages:
+        if self.values:
             self.remaining -= sent(self.rate, now - self.updated)
         self.updated = now
 
     def _schedule(self, now: float) -> None:
         """The rates from now on, and an event at the first end they give."""
-        active = np.ones((1, len(self.messages)), dtype=bool)
-        self.rate = rates(active, self.nodes, self.wire.uplink, self.wire.ingress)[0]
+        active = np.ones((1, len(self.values)), dtype=bool)
+        self.rate = rates(active, self.nodes, self.node_rate, self.shared_rate)[0]
         end = ending(np.asarray(now), self.remaining, self.rate)
         self.due = float(end.min())
         self.ends = end <= self.due
@@ -149,19 +171,20 @@ class FairShareLink:
         now = self.due
         self._advance(now)
         ends, kept = np.flatnonzero(self.ends), np.flatnonzero(~self.ends)
-        ended = [self.messages[i] for i in ends]
-        self.messages = [self.messages[i] for i in kept]
+        ended = [self.values[i] for i in ends]
+        self.values = [self.values[i] for i in kept]
         self.nodes, self.remaining = self.nodes[kept], self.remaining[kept]
-        if self.messages:
+        if self.values:
             self._schedule(now)
         for value in ended:
-            self._deliver(value, self.env._now)
-        if not self.messages and self.idle is not None:
+            self.through(value)
+        if not self.values and self.idle is not None:
             self.idle(self)
 
-    def _deliver(self, value, now: float) -> None:
-        job, begin, ready, message = value
-        self.sent(Result(job, now, begin, ready) if message is None else part(job, now, begin, ready, message))
+
+def _result(value, now: float) -> Result:
+    job, begin, ready, message = value
+    return Result(job, now, begin, ready) if message is None else part(job, now, begin, ready, message)
 
 
 LINK_MODELS = {"events": Link, "resource": ResourceLink}  # network.link_model -> the FIFO link's class

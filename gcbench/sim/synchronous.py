@@ -17,7 +17,7 @@ from gcbench.master.outcome import SimulationStuck, decoding_quality, stuck_iter
 from gcbench.master.sequential import RoundCode
 from gcbench.models.wire import Wire
 from gcbench.results.recorder import Emit, RunRecorder
-from gcbench.scenario.draws import RunDraws, draw_run, message_bytes, message_delay
+from gcbench.scenario.draws import RunDraws, draw_run, message_bytes, message_delay, weights_bytes
 from gcbench.scenario.schema import Scenario, Variant
 
 __all__ = ["SimulationStuck", "decoding_quality", "simulate_synchronous"]
@@ -67,13 +67,17 @@ class _Run:
         self.busy, self.crash, self.worker_times = draws.busy, draws.crash, worker_times
         # network.dispatch: jobs start that long after the iteration does (None: at once), so their messages are
         # ready ``lead`` after it; master.between_iterations: the master's time after each iteration (None: none)
-        self.dispatch, self.between = draws.dispatch, draws.between
-        self.lead = draws.busy if draws.dispatch is None else draws.dispatch + draws.busy
+        # links shared fairly (a topology's, or the master's ingress); None: a link a worker, or the FIFO shared link
+        self.wire = Wire.of(scenario.network, scenario.topology, scenario.workers)
+        self.shares_links = self.wire is not None or scenario.network.shared_link  # (messages' times depend on others')
+        # the weights' way to the workers, where it takes time: every job is sent as its iteration starts (no
+        # worker is ever down here: engine_for sends crashes with a broadcast to the event engine), so each
+        # worker's copy is in a fixed time after the start, before its dispatch
+        self.dispatch, self.between = _with_weights(draws.dispatch, self.wire, scenario, rec), draws.between
+        self.lead = draws.busy if self.dispatch is None else self.dispatch + draws.busy
         self.crashes = scenario.failures.model != "none"  # (without a failure model, no row to look for crashes in)
         compressor = variant.compressor
         self.size, self.delay = message_bytes(scenario, scheme, compressor), message_delay(scenario, scheme, compressor)
-        # links shared fairly (a topology's, or the master's ingress); None: a link a worker, or the FIFO shared link
-        self.wire = Wire.of(scenario.network, scenario.topology, scenario.workers)
         self.downtime = getattr(scenario.failures, "downtime", None)
         # a sequential scheme: each round's end depends on the rounds before it, so every round is a step
         self.rounds = RoundCode(scheme, rec.iterations) if scheme.sequential else None
@@ -133,6 +137,10 @@ class _Run:
                 np.add(start, arrivals, out=arrival)
                 if self.dispatch is not None:  # a job still on its way at the stop is abandoned before it began
                     never = compute_start > rec.end[first:end, None]
+                    if self.shares_links and never.any():  # and sends nothing: the late messages' links are freer
+                        rows = np.flatnonzero(never.any(axis=1))
+                        sent = np.where(never[rows], np.inf, self.lead[first:end][rows])
+                        arrival[rows] = start[rows] + self._arrive(sent, self.delay)
                     for times in (compute_start, compute_end, arrival):
                         times[never] = np.nan
             rec.rows_done(end)
@@ -209,6 +217,17 @@ class _Run:
         arrivals = self._arrive((np.where(never, np.inf, ready) - now)[None, :], self.delay)[0]
         arrivals = np.where(never, np.nan, arrivals)
         return np.where(never, np.nan, begin), np.where(never, np.nan, ready), arrivals, crashed, down_until
+
+
+def _with_weights(dispatch: np.ndarray | None, wire: Wire | None, scenario: Scenario, rec: RunRecorder):
+    """Each job's time from its iteration's start to reaching its worker: its copy of the weights (sent to
+    every worker at the start, over the links they share), then its dispatch; None where both are nothing."""
+    if wire is None or not wire.broadcasts:
+        return dispatch
+    weights = wire.weights_arrivals(np.zeros((1, scenario.workers)), weights_bytes(scenario))[0]
+    if dispatch is None:
+        return np.broadcast_to(weights, (rec.iterations, scenario.workers))
+    return weights + dispatch
 
 
 def _check_progress(stop: np.ndarray, variant: Variant, scheme: Scheme, offset: int, who) -> None:

@@ -100,7 +100,9 @@ class TrainingCluster(SimPyCluster):
         tasks: tuple[tuple[int, int], ...] | None = None,
     ) -> Job:  # fmt: skip
         handle = super().submit(worker, job, row, crash, batch)
-        if handle in self.jobs and self.shards is not None and self.version >= 0:  # it will deliver a result
+        # (a job whose weights are on their way will run too, unless it crashes)
+        will_run = handle in self.jobs or (handle in self.receiving and not crash)
+        if will_run and self.shards is not None and self.version >= 0:  # it will deliver a result
             self.work[handle] = (self.version if version is None else version, row if batch is None else batch)
             if tasks is not None:
                 self.tasks[handle] = tasks

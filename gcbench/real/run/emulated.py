@@ -1,9 +1,9 @@
 """`gcbench run --emulate`: the same run, on an emulated cluster of this machine (docs/emulation.md).
 
-This process builds the cluster from the scenario (its topology's nodes, each node's uplink shaped to its
-bandwidth, ``network.bandwidth`` or the node's own, and node 0's downlink, the master's ingress, to
-``network.master.ingress``: the links the simulator models, gcbench/models/wire.py) and runs the command again
-inside node 0, where the run's driver and the master
+This process builds the cluster from the scenario (its topology's nodes, each node's uplink and downlink shaped
+to its ``bandwidth`` and ``downlink``, the network's or the node's own, and node 0's, the master's, to
+``network.master``'s ``ingress`` and ``egress``: the links the simulator models, gcbench/models/wire.py) and runs
+the command again inside node 0, where the run's driver and the master
 live; that run finds the nodes in its environment (gcbench.emulation.Nodes) and its backend spreads the workers
 over them (the Ray backend: a Ray node a node, each actor on its worker's node). A Ctrl-C or a SIGTERM is passed
 on to the run inside, which stops as a run on its own does (its checkpoints kept, exit 130 or 143); when it has
@@ -35,14 +35,16 @@ def worker_nodes(scenario: Scenario) -> list[int]:
 
 
 def node_specs(scenario: Scenario) -> list[NodeSpec]:
-    """The topology's nodes and their links (null: unshaped): node 0, the master's, receives at the master's
-    ingress, and every other node sends at its uplink's bandwidth (the node's own, or ``network.bandwidth``)."""
+    """The topology's nodes and their links (null: unshaped): node 0, the master's, sends at the master's egress
+    and receives at its ingress; every other node sends at its bandwidth and receives at its downlink (the
+    node's own, or the network's)."""
     network = scenario.network
-    specs = [NodeSpec(LinkRates(up=None, down=network.master.ingress))]
+    specs = [NodeSpec(LinkRates(up=network.master.egress, down=network.master.ingress))]
     for k in range(1, scenario.topology.nodes):
         own = network.nodes.get(k)
         up = network.bandwidth if own is None or own.bandwidth is None else own.bandwidth
-        specs.append(NodeSpec(LinkRates(up=up)))
+        down = network.downlink if own is None or own.downlink is None else own.downlink
+        specs.append(NodeSpec(LinkRates(up=up, down=down)))
     return specs
 
 
