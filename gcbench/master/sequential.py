@@ -51,6 +51,8 @@ class RoundCode:
         if arrivals.shape[0] != 1:
             raise ValueError("a sequential scheme's rounds depend on the rounds before them: one round at a time")
         times = arrivals[0]
+        if self.state.can_end(self.t, np.ones(self.scheme.n, dtype=bool)):
+            return np.array([0.0])  # the round needs no one's result (no job is due yet): it may end as it starts
         moments = np.unique(times[np.isfinite(times)])
         owner = self.scheme.message_owner
         lost = lambda moment: np.bincount(owner[times > moment], minlength=self.scheme.n) > 0  # noqa: E731

@@ -41,6 +41,8 @@ class Decodable(SynchronousPolicy):
 
     def stop_times(self, arrivals: np.ndarray, scheme: Scheme) -> PolicyOutcome:
         stop = scheme.decode_times(arrivals)
+        if (stop == 0).any():  # (the master decides as a message arrives: a round that needs none ends at the first)
+            stop = np.maximum(stop, arrivals.min(axis=1))
         return self._fallback(stop, constant_reason(stops.DECODABLE, len(stop)), arrivals)
 
     def stop_now(
