@@ -52,34 +52,45 @@ def leftovers(driver: int) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def emulated_run(tmp_path_factory):
-    if REFUSED:
-        pytest.skip(REFUSED)
-    pytest.importorskip("ray", reason="ray is part of the [real] extra")
+def local_run(tmp_path_factory):
+    """The same scenario in one process: the losses the emulated runs' exact decodes must give."""
     pytest.importorskip("torch", reason="torch is part of the [real] extra")
-    folder = tmp_path_factory.mktemp("emulated")
+    folder = tmp_path_factory.mktemp("local")
     (folder / "s.yaml").write_text(SCENARIO)
-    run = gcbench("run", folder / "s.yaml", "--emulate", "--out", folder / "emulated", stdout=subprocess.PIPE,
-                  stderr=subprocess.STDOUT)  # fmt: skip
-    output, _ = run.communicate(timeout=600)
-    left = leftovers(run.pid)
     local = gcbench("run", folder / "s.yaml", "--backend", "local", "--out", folder / "local", stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT)  # fmt: skip
     local_output, _ = local.communicate(timeout=600)
     assert local.returncode == 0, local_output
-    return folder, run.returncode, output, left
+    return folder / "local"
+
+
+@pytest.fixture(scope="module", params=["ray", "torch"])
+def emulated_run(request, tmp_path_factory, local_run):
+    """The scenario on the emulated cluster, on each backend that places its workers on the nodes (Ray: an actor
+    on its node's raylet; torch: a process forked in its node)."""
+    if REFUSED:
+        pytest.skip(REFUSED)
+    pytest.importorskip(request.param, reason=f"{request.param} is part of the [real] extra")
+    folder = tmp_path_factory.mktemp(f"emulated-{request.param}")
+    (folder / "s.yaml").write_text(SCENARIO)
+    run = gcbench("run", folder / "s.yaml", "--emulate", "--backend", request.param, "--out", folder / "emulated",
+                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    output, _ = run.communicate(timeout=600)
+    left = leftovers(run.pid)
+    return folder, run.returncode, output, left, local_run
 
 
 @pytest.mark.slow
 def test_an_emulated_run_trains_every_iteration_exactly_and_leaves_nothing(emulated_run):
     from gcbench.results import read_results
 
-    folder, code, output, left = emulated_run
+    folder, code, output, left, local = emulated_run
     assert code == 0, output
     assert left == [], left
+    assert "Traceback" not in output and "[W" not in output, output  # (nor a warning of torch's: each node has a name)
     iterations, workers, meta = read_results(folder / "emulated")
     assert meta["status"] == "complete" and len(iterations) == 2 * 4 and iterations["exact"].all()
-    local = read_results(folder / "local")[0]["loss"].to_numpy()
+    local = read_results(local)[0]["loss"].to_numpy()
     for _, frame in iterations.groupby("variant"):  # exact decodes: the single process's losses, to rounding
         assert np.allclose(frame.sort_values("iteration")["loss"].to_numpy(), local, rtol=1e-5, atol=1e-6)
     nodes = meta["emulated"]["nodes"]
@@ -95,7 +106,7 @@ def test_the_worker_on_the_other_node_uploads_over_its_shaped_link(emulated_run)
     0.3 s a message, which node 0's worker does not pay."""
     from gcbench.results import read_results
 
-    folder, code, output, _ = emulated_run
+    folder, code, output, _, _ = emulated_run
     assert code == 0, output
     workers = read_results(folder / "emulated")[1]
     arrived = workers[workers["arrival"].notna()]
@@ -136,7 +147,11 @@ def scenario_file(tmp_path: Path, text: str = SCENARIO) -> Path:
     ("change", "options", "sentence"),
     [
         (("topology: {nodes: 2, placement: spread}\n", ""), [], "--emulate builds the scenario's topology"),
-        (("", ""), ["--backend", "torch"], "--emulate runs on the ray backend, not torch."),
+        (
+            ("", ""),
+            ["--backend", "local"],
+            "--emulate runs on a backend that starts each worker on its node (ray, torch), not local.",
+        ),
         (
             ("network: {bandwidth: 2500000}", "network: {bandwidth: 2500000, latency: 0.01}"),
             [],

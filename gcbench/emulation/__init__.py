@@ -7,7 +7,7 @@ tears everything down with the namespace's first process; ray_nodes.py starts Ra
 knows a scenario or a scheme."""
 
 from gcbench.emulation.cluster import EmulatedCluster, Nodes, NodeSpec
-from gcbench.emulation.links import LinkRates
+from gcbench.emulation.links import INTERFACE, LinkRates
 from gcbench.emulation.support import namespaces_refused, require_namespaces
 
-__all__ = ["EmulatedCluster", "LinkRates", "NodeSpec", "Nodes", "namespaces_refused", "require_namespaces"]
+__all__ = ["INTERFACE", "EmulatedCluster", "LinkRates", "NodeSpec", "Nodes", "namespaces_refused", "require_namespaces"]

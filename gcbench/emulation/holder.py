@@ -16,9 +16,10 @@ import subprocess
 import sys
 import time
 
-from gcbench.emulation.links import shaping
+from gcbench.emulation.links import INTERFACE, shaping
 
 BRIDGE = "gcbr"
+NODE_NAME = "gcbench-node"  # node k's host name: gcbench-node<k>
 PREFIX = 24
 
 
@@ -50,6 +51,7 @@ def build(spec: dict) -> list[int]:
     """The scratch folder's memory file system, the bridge, and each node's namespace joined to it by a veth pair,
     shaped both ways; the nodes' pids."""
     run(["mount", "-t", "tmpfs", "-o", "mode=700", "gcbench-emulated", spec["scratch"]])
+    name_nodes(spec)
     run(["ip", "link", "set", "lo", "up"])
     run(["ip", "link", "add", BRIDGE, "type", "bridge"])
     run(["ip", "link", "set", BRIDGE, "up"])
@@ -60,14 +62,37 @@ def build(spec: dict) -> list[int]:
         run(["ip", "link", "add", inside, "type", "veth", "peer", "name", outside])
         run(["ip", "link", "set", outside, "master", BRIDGE, "up"])
         run(["ip", "link", "set", inside, "netns", str(pid)])
-        for command in (["ip", "link", "set", "lo", "up"], ["ip", "link", "set", inside, "name", "eth0"],
-                        ["ip", "addr", "add", f"{node['address']}/{PREFIX}", "dev", "eth0"],
-                        ["ip", "link", "set", "eth0", "up"], *shaping("eth0", node.get("up"))):  # fmt: skip
+        for command in (["ip", "link", "set", "lo", "up"], ["ip", "link", "set", inside, "name", INTERFACE],
+                        ["ip", "addr", "add", f"{node['address']}/{PREFIX}", "dev", INTERFACE],
+                        ["ip", "link", "set", INTERFACE, "up"], *shaping(INTERFACE, node.get("up"))):  # fmt: skip
             run(in_node(pid, command))
         for command in shaping(outside, node.get("down")):
             run(command)
         pids.append(pid)
     return pids
+
+
+def name_nodes(spec: dict) -> None:
+    """Give every node a name (``gcbench-node<k>``) in this mount namespace's /etc/hosts (a copy in the scratch
+    folder bound over it; the machine's own is untouched): a program that looks an address up (gloo's store,
+    logging its peers) then finds one, and says nothing."""
+    hosts = os.path.join(spec["scratch"], "hosts")
+    try:
+        with open("/etc/hosts") as machine:
+            kept = machine.read()
+    except OSError:
+        kept = "127.0.0.1 localhost\n"
+    # (each address also as IPv6 maps it: a dual-stack server sees its IPv4 peers so; with no name server to
+    # reach from a node, an address /etc/hosts lacks is not "unknown" but a failure to resolve, which c10d logs)
+    names = "".join(
+        f"{address} {NODE_NAME}{k}\n"
+        for k, node in enumerate(spec["nodes"])
+        for address in (node["address"], f"::ffff:{node['address']}")
+    )
+    names += "::ffff:127.0.0.1 localhost\n::1 localhost\n"
+    with open(hosts, "w") as written:
+        written.write(kept.rstrip("\n") + "\n" + names)
+    run(["mount", "--bind", hosts, "/etc/hosts"])
 
 
 def reap(*_) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+INTERFACE = "eth0"  # each node's one interface: its end of the veth pair, on the bridge, at its address
 FRAME_BYTES, PAYLOAD_BYTES = 1514, 1448  # a full TCP segment on the wire, and the message bytes it carries
 KERNEL_TICK = 1 / 250  # seconds: a bucket must hold at least a tick's worth of tokens to reach its rate
 MIN_BURST = 16 * 1024  # bytes: at least a few frames, whatever the rate

@@ -22,6 +22,8 @@ class RealBackend:
     keeps_caches: ClassVar[bool] = False  # its workers keep a pipelined scheme's cached gradients between jobs
     # a job may compute on weights published before the latest (a sequential scheme's repeated task: its job's)
     computes_earlier_weights: ClassVar[bool] = False
+    # inside an emulated cluster (gcbench run --emulate) it starts each worker on its node, across the links
+    places_on_nodes: ClassVar[bool] = False
 
     @classmethod
     def runs(cls, scenario, data, out: Path) -> list[Any]:

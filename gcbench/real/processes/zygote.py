@@ -43,9 +43,11 @@ class Zygote:
     ``ForkedProcess``; a reader thread takes the zygote's replies. ``preload``: the modules the zygote imports
     before it forks (what its children run), so a child imports nothing before its work."""
 
-    def __init__(self, environment: dict[str, str], preload: tuple[str, ...] = ()) -> None:
+    def __init__(self, environment: dict[str, str], preload: tuple[str, ...] = (), prefix: list[str] = ()) -> None:
+        """``prefix``: what the zygote's command runs under (entering an emulated node's network namespace:
+        ``nsenter ... --``, which runs it in its own place, keeping its pipe)."""
         read, write = os.pipe()
-        command = [sys.executable, "-m", "gcbench.real.processes.zygote", str(write), *preload]
+        command = [*prefix, sys.executable, "-m", "gcbench.real.processes.zygote", str(write), *preload]
         own_group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, pass_fds=(write,), env=environment,
                                         **own_group)  # fmt: skip

@@ -52,6 +52,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
 
     keeps_caches: ClassVar[bool] = True  # an actor keeps a pipelined scheme's cached gradients between jobs
     computes_earlier_weights: ClassVar[bool] = True  # each job is sent the reference of the weights it computes on
+    places_on_nodes: ClassVar[bool] = True  # a Ray node on each emulated node, each actor on its worker's
 
     @classmethod
     def prepare(cls, runs: list, address: str | None) -> None:

@@ -17,11 +17,10 @@ import signal
 import subprocess
 import sys
 
+from gcbench.cluster import backend_class, real_backends
 from gcbench.emulation import EmulatedCluster, LinkRates, Nodes, NodeSpec, require_namespaces
 from gcbench.errors import GcbenchError
 from gcbench.scenario.schema import Scenario
-
-EMULATED_BACKENDS = ("ray",)  # the backends that place their workers on the emulated nodes
 
 
 def inside_emulation() -> Nodes | None:
@@ -52,8 +51,10 @@ def check_emulated(scenario: Scenario, backend: str) -> None:
     """What --emulate needs, refused in one sentence before anything starts."""
     if scenario.topology is None:
         raise GcbenchError("--emulate builds the scenario's topology; give it one (topology: {nodes: 2}, for example).")
-    if backend not in EMULATED_BACKENDS:
-        raise GcbenchError(f"--emulate runs on the {' or '.join(EMULATED_BACKENDS)} backend, not {backend}.")
+    if not backend_class(backend).places_on_nodes:
+        placing = [entry.name for entry in real_backends() if backend_class(entry.name).places_on_nodes]
+        raise GcbenchError(f"--emulate runs on a backend that starts each worker on its node ({', '.join(placing)}), "
+                           f"not {backend}.")  # fmt: skip
     if scenario.network.latency > 0 or any(node.latency for node in scenario.network.nodes.values()):
         raise GcbenchError(
             "--emulate: network.latency cannot come from this kernel (it has no netem), so the emulated links add "

@@ -31,11 +31,12 @@ of exits and restarts are every wall-clock cluster's (gcbench/real/wallclock/wal
 from __future__ import annotations
 
 import itertools
+import os
 import queue
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 from gcbench.cluster import Job, Restart
 from gcbench.real.wallclock.clock import WallClock
@@ -47,6 +48,8 @@ _scopes = itertools.count()  # under torchrun, the clusters of one run share a s
 
 class TorchCluster(WallClockCluster):
     """One process per worker; a job on a busy worker queues behind in its process, one on a down worker here."""
+
+    places_on_nodes: ClassVar[bool] = True  # each worker process forked in its emulated node (NodesLauncher)
 
     @classmethod
     def serve_helper(cls) -> bool:
@@ -114,16 +117,23 @@ class TorchCluster(WallClockCluster):
     def _meeting_place(self) -> tuple[Any, Any, str]:
         """The store the channels rendezvous on (scoped to this cluster), who starts the worker processes,
         and the scope: a loopback store and the driver's children; under torchrun, torchrun's store and the
-        worker ranks' agents (gcbench/real/torch/torchrun.py)."""
+        worker ranks' agents (gcbench/real/torch/torchrun.py); on an emulated cluster, a store at node 0's
+        address and the nodes' own zygotes."""
+        from gcbench.emulation import INTERFACE, Nodes
         from gcbench.real.processes import channel
         from gcbench.real.torch import torchrun
-        from gcbench.real.torch.launcher import LocalLauncher
+        from gcbench.real.torch.launcher import LocalLauncher, NodesLauncher
 
         if torchrun.launched():
             scope = f"cluster{next(_scopes)}"
             store = torchrun.shared_store(self.timeout)
             return channel.scoped(store, scope), torchrun.RemoteLauncher(self.timeout), scope
         store = channel.store(0, self.timeout)
+        nodes = Nodes.from_environment()
+        if nodes is not None and self.scenario.topology is not None:
+            os.environ["GLOO_SOCKET_IFNAME"] = INTERFACE  # (the master's end of each channel: node 0's address)
+            placed = [int(node) for node in self.scenario.topology.node_of(self.n)]
+            return store, NodesLauncher(store, self.timeout, nodes, placed), ""
         return store, LocalLauncher(store, self.timeout), ""
 
     def _spawn(self, w: int):
