@@ -32,6 +32,7 @@ topology: {{nodes: 2, placement: spread}}
 variants:
   - {{label: uncoded, scheme: uncoded, policy: wait_all}}
   - {{scheme: fr, s: 1}}
+  - {{label: ddp, scheme: uncoded, policy: allreduce}}
 training: {{dataset: synthetic, batch_size: 24, eval_every: 2, device: cpu, checkpoint_every: 2}}
 """
 
@@ -89,15 +90,30 @@ def test_an_emulated_run_trains_every_iteration_exactly_and_leaves_nothing(emula
     assert left == [], left
     assert "Traceback" not in output and "[W" not in output, output  # (nor a warning of torch's: each node has a name)
     iterations, workers, meta = read_results(folder / "emulated")
-    assert meta["status"] == "complete" and len(iterations) == 2 * 4 and iterations["exact"].all()
-    local = read_results(local)[0]["loss"].to_numpy()
-    for _, frame in iterations.groupby("variant"):  # exact decodes: the single process's losses, to rounding
-        assert np.allclose(frame.sort_values("iteration")["loss"].to_numpy(), local, rtol=1e-5, atol=1e-6)
+    assert meta["status"] == "complete" and len(iterations) == 3 * 4 and iterations["exact"].all()
+    alone = read_results(local)[0].sort_values("iteration")["loss"].to_numpy()  # (one process: one SGD, "local")
+    for _, frame in iterations.groupby("variant"):  # exact decodes (and DDP's sum): the same losses, to rounding
+        assert np.allclose(frame.sort_values("iteration")["loss"].to_numpy(), alone, rtol=1e-5, atol=1e-6)
     nodes = meta["emulated"]["nodes"]
     assert [node["address"] for node in nodes] == ["10.9.0.1", "10.9.0.2"]
     assert [(node["up"], node["down"]) for node in nodes] == [(None, None), (BANDWIDTH, None)]
     assert meta["emulated"]["worker_nodes"] == [0, 1]
     assert workers.groupby("worker")["node"].first().to_dict() == {0: 0, 1: 1}
+
+
+@pytest.mark.slow
+def test_the_ddp_baseline_s_all_reduce_crosses_the_other_node_s_link(emulated_run):
+    """DDP's two ranks run on workers 0's and 1's nodes; their ring all-reduce of the 755 kB gradient sends
+    node 1's half twice (reduce-scatter, all-gather) up its 2.5 MB/s link: 0.3 s an iteration at least, where
+    on one machine it takes milliseconds."""
+    from gcbench.results import read_results
+
+    folder, code, output, _, _ = emulated_run
+    assert code == 0, output
+    iterations, workers, _ = read_results(folder / "emulated")
+    ddp = workers[workers["variant"] == "ddp"]
+    assert ddp.groupby("worker")["node"].first().to_dict() == {0: 0, 1: 1}
+    assert iterations[iterations["variant"] == "ddp"]["duration"].median() >= 0.8 * 755_240 / BANDWIDTH
 
 
 @pytest.mark.slow
@@ -109,7 +125,8 @@ def test_the_worker_on_the_other_node_uploads_over_its_shaped_link(emulated_run)
     folder, code, output, _, _ = emulated_run
     assert code == 0, output
     workers = read_results(folder / "emulated")[1]
-    arrived = workers[workers["arrival"].notna()]
+    # the messages the master used (an abandoned one may never have crossed); DDP's ranks send the master none
+    arrived = workers[workers["used"] & (workers["variant"] != "ddp")]
     upload = (arrived["arrival"] - arrived["compute_end"] - arrived["injected_delay"]).groupby(arrived["node"])
     link = 755_240 / BANDWIDTH
     assert upload.median()[1] >= 0.8 * link
@@ -190,7 +207,8 @@ def test_the_simulator_runs_the_same_topology_on_its_links(tmp_path):
     import pandas as pd
 
     out = tmp_path / "o"
-    result = CliRunner().invoke(app, ["simulate", str(scenario_file(tmp_path)), "--out", str(out)])
+    modelled = SCENARIO.replace("  - {label: ddp, scheme: uncoded, policy: allreduce}\n", "")  # (no master: real only)
+    result = CliRunner().invoke(app, ["simulate", str(scenario_file(tmp_path, modelled)), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "emulated: 2 workers on 2 nodes (spread); straggling: none" in result.output
     workers = pd.read_parquet(out / "workers.parquet")

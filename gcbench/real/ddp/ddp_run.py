@@ -12,6 +12,7 @@ checkpoint, so ``--resume`` continues it.
 
 from __future__ import annotations
 
+import os
 import queue
 import sys
 from pathlib import Path
@@ -48,14 +49,24 @@ RANK = "gcbench.real.ddp.rank"  # the module a rank runs (python -m, or a zygote
 class RankLauncher:
     """Starts the ranks' processes (the ``launcher`` of their worker sessions, gcbench/real/processes/): forks
     of a zygote that imported torch once, as the torch cluster's workers are (on Linux), or else fresh
-    interpreters."""
+    interpreters. On an emulated cluster (``gcbench run --emulate``), rank r runs on worker r's node, a fork of
+    that node's zygote, and meets the driver's store at node 0's address: the ranks' all-reduce crosses the
+    nodes' links."""
 
-    def __init__(self, world: int, port: int, timeout: float) -> None:
-        self.world, self.port, self.timeout = world, port, timeout
-        self.zygote = zygote.Zygote(worker_environment(), (RANK,)) if zygote.usable() else None
+    def __init__(self, world: int, port: int, timeout: float, nodes=None, rank_nodes: list[int] | None = None):
+        self.world, self.port, self.timeout, self.rank_nodes = world, port, timeout, rank_nodes
+        self.host = channel.HOST if nodes is None else nodes.addresses[0]
+        self.zygote = zygote.Zygote(worker_environment(), (RANK,)) if zygote.usable() and nodes is None else None
+        self.zygotes = None
+        if nodes is not None:
+            from gcbench.emulation import INTERFACE
+
+            self.zygotes = zygote.NodeZygotes(nodes, worker_environment(), (RANK,), INTERFACE)
 
     def spawn(self, rank: int, session: int, scope: str = ""):
-        arguments = [str(value) for value in (rank, self.world, self.port, self.timeout)]
+        arguments = [str(value) for value in (rank, self.world, self.port, self.timeout, self.host)]
+        if self.zygotes is not None:
+            return self.zygotes.spawn(self.rank_nodes[rank], RANK, arguments, self.timeout)
         if self.zygote is not None:
             return self.zygote.spawn(RANK, arguments, self.timeout)
         return start_worker([sys.executable, "-m", RANK, *arguments])
@@ -63,6 +74,8 @@ class RankLauncher:
     def close(self) -> None:
         if self.zygote is not None:
             self.zygote.close()
+        if self.zygotes is not None:
+            self.zygotes.close()
 
 
 class DDPRun(TrainingRun):
@@ -127,7 +140,7 @@ class DDPRun(TrainingRun):
     def _start(self) -> None:
         # kept for the whole run: NCCL builds its communicator through the store at the first all-reduce
         self.rendezvous = rendezvous = channel.store(0, self.timeout)
-        self.launcher = launcher = RankLauncher(self.n, rendezvous.port, self.timeout)
+        self.launcher = launcher = RankLauncher(self.n, rendezvous.port, self.timeout, *self._nodes())
         self.sessions = [WorkerSession(r, 0, launcher, self.timeout) for r in range(self.n)]
         device, process_group, shared = rank_devices(self.scenario, self.n)
         shards = self._shards()
@@ -146,6 +159,16 @@ class DDPRun(TrainingRun):
         self.state = None  # sent: its rows live on in the recorder
         self.clock.continue_from(float(self.rec.end[self.next_iteration - 1]) if self.next_iteration else 0.0)
         self.clock.pause()
+
+    def _nodes(self) -> tuple:
+        """On an emulated cluster with the scenario's topology: the nodes, and each rank's (worker r's); else none."""
+        from gcbench.emulation import INTERFACE, Nodes
+
+        nodes = Nodes.from_environment()
+        if nodes is None or self.scenario.topology is None:
+            return ()
+        os.environ["GLOO_SOCKET_IFNAME"] = INTERFACE  # (the driver's end of each rank's channel: node 0's address)
+        return nodes, [int(node) for node in self.scenario.topology.node_of(self.n)]
 
     def _shards(self) -> list:
         from gcbench.training.batches import PartitionSampler

@@ -32,12 +32,13 @@ from gcbench.training.gradients import FlatModel, to_inputs, warm_up_on_shard
 from gcbench.training.models import build_model
 
 
-def serve(rank: int, world: int, port: int, timeout: float) -> None:
-    """The process's whole life: join the channel and the group, then train what the driver asks."""
+def serve(rank: int, world: int, port: int, timeout: float, host: str = channel.HOST) -> None:
+    """The process's whole life: join the channel and the group (on the driver's store at ``host``:``port``),
+    then train what the driver asks."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     limit_process_threads(1)
     threading.Thread(target=orphan_watch, args=(os.getppid(),), daemon=True).start()
-    rendezvous = channel.store(port, timeout)
+    rendezvous = channel.store(port, timeout, host)
     down = channel.group(rendezvous, rank, 0, channel.DOWN, 1, timeout)
     up = channel.group(rendezvous, rank, 0, channel.UP, 1, timeout)
     inbox: queue.Queue = queue.Queue()
@@ -158,9 +159,9 @@ def register_hook(ddp, hook: str, rank: int) -> None:
 
 
 def main(arguments: list[str]) -> None:
-    """The command line ``rank world port timeout``: as ``python -m`` runs it, or a zygote's fork."""
+    """The command line ``rank world port timeout [host]``: as ``python -m`` runs it, or a zygote's fork."""
     rank, world, port = (int(argument) for argument in arguments[:3])
-    serve(rank, world, port, float(arguments[3]))
+    serve(rank, world, port, float(arguments[3]), *arguments[4:5])
 
 
 if __name__ == "__main__":

@@ -257,3 +257,29 @@ def _signal(pid: int, number: int) -> None:
 
 if __name__ == "__main__":
     main(int(sys.argv[1]), sys.argv[2:])
+
+
+class NodeZygotes:
+    """One zygote for each node of an emulated cluster that holds a process of the run, started in the node's
+    network namespace as its first process is asked for (``nodes``: gcbench.emulation.Nodes; the environment
+    names the nodes' interface for gloo, which would otherwise advertise the loopback, unreachable from another
+    node). A fork inherits its zygote's namespace: each process runs on its node, behind its links."""
+
+    def __init__(self, nodes, environment: dict[str, str], preload: tuple[str, ...], interface: str) -> None:
+        self.nodes, self.preload = nodes, preload
+        self.environment = {**environment, "GLOO_SOCKET_IFNAME": interface}
+        self.zygotes: dict[int, Zygote] = {}
+
+    def spawn(self, node: int, module: str, arguments: list[str], timeout: float) -> ForkedProcess:
+        forks = self.zygotes.get(node)
+        if forks is None or forks.gone.is_set():
+            forks = self.zygotes[node] = Zygote(self.environment, self.preload, self.nodes.command(node, []))
+        return forks.spawn(module, arguments, timeout)
+
+    def pids(self) -> list[int]:
+        return [forks.pid for forks in self.zygotes.values() if forks.process.poll() is None]
+
+    def close(self) -> None:
+        for forks in self.zygotes.values():
+            forks.close()
+        self.zygotes = {}

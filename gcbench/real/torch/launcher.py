@@ -91,37 +91,27 @@ def worker_arguments(worker: int, session: int, port: int, timeout: float, host:
 
 
 class NodesLauncher:
-    """Worker processes on the nodes of an emulated cluster (``gcbench run --emulate``): each worker's on its
-    node, a fork of that node's zygote, started in the node's network namespace, so its channel to the master
-    (on node 0) crosses the node's shaped links. The workers meet the driver's store at node 0's address, and
-    gloo, told the nodes' interface, sends from each node's own address (else it names the loopback, which
-    another node cannot reach). A node's zygote starts with its first worker; a replacement is a fork, as on one
+    """Worker processes on the nodes of an emulated cluster (``gcbench run --emulate``): each worker's a fork of
+    its node's zygote (``zygote.NodeZygotes``), so its channel to the master (on node 0) crosses the node's
+    shaped links; the workers meet the driver's store at node 0's address. A replacement is a fork, as on one
     machine, so it needs no spare."""
 
     def __init__(self, rendezvous, timeout: float, nodes, worker_nodes: list[int]) -> None:
         from gcbench.emulation import INTERFACE
 
-        self.rendezvous, self.port, self.timeout = rendezvous, rendezvous.port, timeout
-        self.nodes, self.worker_nodes = nodes, worker_nodes
+        self.port, self.timeout, self.worker_nodes = rendezvous.port, timeout, worker_nodes
         self.host = nodes.addresses[0]
-        self.environment = {**worker_environment(), "GLOO_SOCKET_IFNAME": INTERFACE}
-        self.zygotes: dict[int, zygote.Zygote] = {}
+        self.zygotes = zygote.NodeZygotes(nodes, worker_environment(), PRELOAD, INTERFACE)
 
     def spawn(self, worker: int, session: int, scope: str = ""):
-        node = self.worker_nodes[worker]
-        forks = self.zygotes.get(node)
-        if forks is None or forks.gone.is_set():
-            forks = self.zygotes[node] = zygote.Zygote(self.environment, PRELOAD, self.nodes.command(node, []))
         arguments = worker_arguments(worker, session, self.port, self.timeout, self.host, scope)
-        return forks.spawn(WORKER, arguments, self.timeout)
+        return self.zygotes.spawn(self.worker_nodes[worker], WORKER, arguments, self.timeout)
 
     def keep_spare(self) -> None:
         """(A replacement is a fork of its node's zygote: it needs no spare.)"""
 
     def spare_pids(self) -> list[int]:
-        return [forks.pid for forks in self.zygotes.values() if forks.process.poll() is None]
+        return self.zygotes.pids()
 
     def close(self) -> None:
-        for forks in self.zygotes.values():
-            forks.close()
-        self.zygotes = {}
+        self.zygotes.close()
