@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -93,3 +94,51 @@ def test_a_torchrun_world_that_does_not_fit_the_scenario_is_one_sentence(tmp_pat
     assert done.returncode != 0
     assert "under torchrun the world size must be the scenario's workers plus one (the master): 5, not 2" in done.stdout
     assert processes_of_session(session) == []
+
+
+ACROSS = """\
+name: torchrun_nodes
+workers: 3
+iterations: 4
+compute: {per_partition: {distribution: exponential, rate: 20}}
+network: {bandwidth: 2500000}
+topology: {nodes: 2, placement: {0: [0], 1: [1, 2]}}
+variants: [{label: uncoded, scheme: uncoded, policy: wait_all}]
+training: {dataset: synthetic, batch_size: 24, eval_every: 2, device: cpu}
+"""
+
+
+@pytest.mark.slow
+def test_torchrun_across_two_emulated_nodes_trains_as_one_machine_and_crosses_the_link(tmp_path):
+    """torchrun --nnodes 2, one agent in each node's namespace, meeting at node 0's address: ranks 0 (the
+    master) and 1 (worker 0's agent) on node 0, ranks 2 and 3 (workers 1 and 2) on node 1, whose uplink of
+    2.5 MB/s each of their 755 kB gradients crosses (the topology says the same placement)."""
+    from gcbench.emulation import INTERFACE, EmulatedCluster, LinkRates, NodeSpec, namespaces_refused
+
+    if namespaces_refused():
+        pytest.skip(namespaces_refused())
+    (tmp_path / "s.yaml").write_text(ACROSS)
+    runner = Path(sys.executable).parent / "torchrun"
+    runner = str(runner) if runner.exists() else shutil.which("torchrun")
+    nodes = [NodeSpec(), NodeSpec(LinkRates(up=2_500_000))]
+    with EmulatedCluster(nodes) as cluster:
+        environment = {**os.environ, **cluster.inside(), "GLOO_SOCKET_IFNAME": INTERFACE}
+        agents = [
+            cluster.start_in(k, [runner, "--nnodes", "2", "--node-rank", str(k), "--nproc-per-node", "2",
+                                 "--master-addr", "10.9.0.1", "--master-port", "29531", "--no-python",
+                                 str(Path(sys.executable).parent / "gcbench"), "run", str(tmp_path / "s.yaml"),
+                                 "--backend", "torch", "--out", str(tmp_path / "across")],
+                             env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for k in range(2)
+        ]  # fmt: skip
+        outputs = [agent.communicate(timeout=420)[0] for agent in agents]
+    assert [agent.returncode for agent in agents] == [0, 0], outputs[0][-3000:] + outputs[1][-3000:]
+    ran, workers, meta = read_results(tmp_path / "across")
+    assert meta["status"] == "complete" and meta["emulated"]["worker_nodes"] == [0, 1, 1]
+    local = CliRunner().invoke(app, ["run", str(tmp_path / "s.yaml"), "--backend", "local", "--out",
+                                     str(tmp_path / "local")])  # fmt: skip
+    assert local.exit_code == 0, local.output[-3000:]
+    alone = read_results(tmp_path / "local")[0].sort_values("iteration")["loss"].to_numpy()
+    np.testing.assert_allclose(ran.sort_values("iteration")["loss"].to_numpy(), alone, rtol=1e-5, atol=1e-6)
+    upload = (workers["arrival"] - workers["compute_end"]).groupby(workers["node"]).median()
+    assert upload[1] >= 0.8 * 755_240 / 2_500_000 and upload[0] < 0.1
