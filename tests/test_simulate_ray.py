@@ -225,3 +225,44 @@ def test_a_cluster_address_is_joined_with_token_authentication(sweep, tmp_path, 
     assert calls["address"] == "10.0.0.1:6379" and calls["auth_mode"] == "token"
     assert result.exit_code == 2 and result.output.startswith("error: cannot start or reach Ray at 10.0.0.1:6379: ")
     assert "auth_token" in result.output and result.output.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_a_sweep_across_three_emulated_ray_nodes_writes_the_files_of_a_local_run(sweep, tmp_path):
+    """Three Ray nodes, each in a network namespace of its own with its own raylet and object store, one CPU
+    each: the tasks spread over them and their parts come back across the nodes' links, and the files are a
+    local run's, bit for bit. (Run as a command: it re-runs itself inside the emulated cluster's node 0.)"""
+    from gcbench.emulation import namespaces_refused
+
+    if namespaces_refused():
+        pytest.skip(namespaces_refused())
+    pytest.importorskip("ray", reason="ray is part of the [real] extra")
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    command = [sys.executable, "-m", "gcbench", "simulate", str(sweep), "--ray", "--emulate", "3", "--out"]
+    emulated = subprocess.run([*command, str(tmp_path / "emulated")], capture_output=True, text=True, timeout=600,
+                              env=environment)  # fmt: skip
+    assert emulated.returncode == 0, emulated.stdout[-3000:] + emulated.stderr[-3000:]
+    assert "tasks on Ray: 3 emulated nodes (10.9.0.1, 10.9.0.2, 10.9.0.3)" in emulated.stdout
+    local = simulate(sweep, "--jobs", "1", "--out", tmp_path / "local")
+    assert local.exit_code == 0, local.output
+    assert_same_run(tmp_path / "emulated", tmp_path / "local")
+    assert read_results(tmp_path / "emulated")[2]["ray_cluster"] == "emulated: 10.9.0.1, 10.9.0.2, 10.9.0.3"
+
+
+@pytest.mark.parametrize(
+    ("options", "sentence"),
+    [
+        (["--emulate", "3"], "error: --emulate 3 runs the tasks on Ray nodes of an emulated cluster; add --ray.\n"),
+        (["--ray", "--emulate", "3", "--address", "10.0.0.1:6379"],
+         "error: --emulate builds a cluster on this machine, and --address 10.0.0.1:6379 joins another; drop one.\n"),
+    ],
+)  # fmt: skip
+def test_emulate_without_ray_or_beside_an_address_is_one_sentence(sweep, tmp_path, options, sentence):
+    result = runner.invoke(app, ["simulate", str(sweep), *options, "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2 and not (tmp_path / "r").exists()
+    assert result.output == sentence
+
+
+def test_emulate_needs_two_nodes_at_least(sweep, tmp_path):
+    result = runner.invoke(app, ["simulate", str(sweep), "--ray", "--emulate", "1", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2 and "--emulate" in result.output and not (tmp_path / "r").exists()

@@ -42,11 +42,23 @@ def simulate(
     address: Annotated[
         str | None, typer.Option("--address", metavar="HOST:PORT", help="With --ray: an existing Ray cluster.")
     ] = None,
+    emulate: Annotated[
+        int | None,
+        typer.Option(
+            "--emulate",
+            metavar="NODES",
+            min=2,
+            help="With --ray: run the tasks on an emulated cluster of NODES Ray nodes on this machine (a network "
+            "namespace a node, no root); the tables are a local run's.",
+        ),
+    ] = None,
 ) -> None:
     """Simulate a scenario: every variant, seed and sweep point; print the summary and write results."""
     from gcbench.scenario.overrides import command_line
 
     check_ray_options(ray, address, jobs)  # before anything: a missing Ray costs one sentence
+    if emulate is not None:
+        emulated_tasks(emulate, ray, address, check)
     console = wide_console()
     overrides = command_line(sets, seeds, iterations, engine=engine)
     if check:
@@ -54,6 +66,26 @@ def simulate(
         return
     on_ray = {"address": address} if ray else None
     simulate_scenario(scenario, out, jobs, workers_table, console, overrides=overrides, force=force, ray=on_ray)
+
+
+def emulated_tasks(nodes: int, ray: bool, address: str | None, check: bool) -> None:
+    """--emulate outside the emulated cluster: check what it needs, then run this command again inside its node 0,
+    where the tasks' Ray spans the nodes, and exit as that run did. Inside it, the run goes on here."""
+    import sys
+
+    from gcbench.emulation import NodeSpec, require_namespaces
+    from gcbench.real.run.emulated import inside_emulation, run_inside
+
+    if inside_emulation() is not None:
+        return
+    if not ray:
+        raise GcbenchError(f"--emulate {nodes} runs the tasks on Ray nodes of an emulated cluster; add --ray.")
+    if address is not None:
+        raise GcbenchError(f"--emulate builds a cluster on this machine, and --address {address} joins another; "
+                           "drop one.")  # fmt: skip
+    require_namespaces()
+    if not check:
+        raise SystemExit(run_inside([NodeSpec() for _ in range(nodes)], sys.argv[1:]))
 
 
 def check_ray_options(ray: bool, address: str | None, jobs: int | None) -> None:

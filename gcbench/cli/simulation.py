@@ -50,8 +50,7 @@ def simulate_scenario(
             "scenarios that train in the simulator", "or set training.in_simulator: false", TRAINING_MODULES
         )
     simulation = plan_simulation(path, points, out)
-    if ray is not None:
-        start_tasks_ray(ray["address"], console)
+    cluster = None if ray is None else start_tasks_ray(ray["address"], console)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(f"simulating {points[0].scenario.name}", total=simulation.tasks)
@@ -59,7 +58,7 @@ def simulate_scenario(
             jobs,
             with_workers,
             lambda finished: bar.update(task, completed=finished),
-            ray_cluster=None if ray is None else ray["address"] or "local",
+            ray_cluster=cluster,
         )
     variants = [v for point in points for v in point.scenario.variants]
     from gcbench.scenario.describe import scenario_sentence
@@ -76,13 +75,28 @@ def simulate_scenario(
     return done.out, done.summary
 
 
-def start_tasks_ray(address: str | None, console: Console) -> None:
-    """Ray for the tasks: the cluster at ``address`` (token authentication as in real mode), or a local instance
-    on the loopback interface; a process that has joined one already keeps it."""
+def start_tasks_ray(address: str | None, console: Console) -> str:
+    """Ray for the tasks: the cluster at ``address`` (token authentication as in real mode), a Ray node on each
+    node of the emulated cluster this process runs in, or a local instance on the loopback interface; a process
+    that has joined one already keeps it. What run.json's ``ray_cluster`` records: the address, "emulated:
+    ADDRESSES", or "local"."""
+    from gcbench.emulation import Nodes
     from gcbench.real.ray.start import start_ray
 
+    nodes = Nodes.from_environment()
+    if nodes is not None:  # inside an emulated cluster (gcbench simulate --ray --emulate): a Ray node on each node
+        from gcbench.emulation.ray_nodes import start_ray_nodes
+
+        address = start_ray_nodes(nodes)
     start_ray(address)
-    console.print(f"tasks on Ray: {f'the cluster at {address}' if address else 'a local instance'}", highlight=False)
+    if nodes is not None:
+        where, recorded = f"{len(nodes.addresses)} emulated nodes ({', '.join(nodes.addresses)})", "emulated: "
+        recorded += ", ".join(nodes.addresses)
+    else:
+        where = f"the cluster at {address}" if address else "a local instance"
+        recorded = address or "local"
+    console.print(f"tasks on Ray: {where}", highlight=False)
+    return recorded
 
 
 def engine_sentence(chosen: dict[str, str], link: str | None = None) -> str:

@@ -120,11 +120,12 @@ class EmulatedCluster:
         return [] if self._unshare is None else descendants(self._unshare.pid)
 
     def command(self, node: int, argv: list[str]) -> list[str]:
-        """``argv`` as a command that runs inside ``node``."""
+        """``argv`` as a command that runs inside ``node``, in this process's working directory (entering the mount
+        namespace would otherwise leave it in the node's, the root: a relative path would name another file)."""
         if not self.running:
             raise GcbenchError("the emulated cluster is not running.")
         pid = str(self._pids[node])
-        return ["nsenter", "-t", pid, "--user", "--mount", "--pid", "--net", "--", *argv]
+        return ["nsenter", "-t", pid, "--user", "--mount", "--pid", "--net", f"--wd={os.getcwd()}", "--", *argv]
 
     def inside(self) -> dict[str, str]:
         """The environment a process started inside needs to find the other nodes (``Nodes.from_environment``)."""

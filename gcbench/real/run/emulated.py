@@ -65,7 +65,12 @@ def check_emulated(scenario: Scenario, backend: str) -> None:
 
 def run_emulated(scenario: Scenario, argv: list[str]) -> int:
     """Run ``gcbench`` with ``argv`` inside node 0 of the scenario's emulated cluster; its exit status."""
-    with EmulatedCluster(node_specs(scenario)) as cluster:
+    return run_inside(node_specs(scenario), argv)
+
+
+def run_inside(specs: list[NodeSpec], argv: list[str]) -> int:
+    """Run ``gcbench`` with ``argv`` inside node 0 of an emulated cluster of these nodes; its exit status."""
+    with EmulatedCluster(specs) as cluster:
         command = [sys.executable, "-m", "gcbench", *argv]
         # (in a session of its own: a Ctrl-C in the terminal reaches this process, which passes it on to the run
         # inside, and not nsenter, which would die of it and leave the run to end with the cluster, unsaved)
