@@ -55,10 +55,13 @@ def check_emulated(scenario: Scenario, backend: str) -> None:
         placing = [entry.name for entry in real_backends() if backend_class(entry.name).places_on_nodes]
         raise GcbenchError(f"--emulate runs on a backend that starts each worker on its node ({', '.join(placing)}), "
                            f"not {backend}.")  # fmt: skip
-    if scenario.network.latency > 0 or any(node.latency for node in scenario.network.nodes.values()):
+    latency = scenario.network.latency > 0 or any(node.latency for node in scenario.network.nodes.values())
+    allreduce = [v.display_label() for v in scenario.variants if v.policy.real_only]
+    if latency and allreduce:
         raise GcbenchError(
-            "--emulate: network.latency cannot come from this kernel (it has no netem), so the emulated links add "
-            "none; set it, and every node's, to 0."
+            f"--emulate adds network latency as the master takes each message (this kernel has no netem to add it "
+            f"to a link), and variant '{allreduce[0]}' is DDP's all-reduce, which no master sees; set every "
+            "latency to 0, or drop the variant."
         )
     require_namespaces()
 

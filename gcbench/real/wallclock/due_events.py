@@ -32,6 +32,10 @@ class DueEvents:
     def clear(self) -> None:
         self.heap.clear()
 
+    def holds(self, wanted: Callable[[Any], bool]) -> bool:
+        """Whether an event not yet delivered is one ``wanted`` picks."""
+        return any(wanted(event) for _, _, event in self.heap)
+
     def next_due(self, now: Callable[[], float], until: float, take: Callable[[float], None]) -> Any | None:
         """The earliest event once ``now()`` has reached its time, if that is no later than ``until``; meanwhile
         ``take(seconds)`` waits up to that long for the workers (and may schedule events). None once the clock

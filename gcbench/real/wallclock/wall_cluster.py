@@ -23,6 +23,7 @@ worker's previous job was done, so that is when its ``Failure`` is.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from gcbench.cluster import Cluster, Failure, Job, Restart, Result, message_fractions
@@ -34,6 +35,19 @@ from gcbench.scenario.draws import RunDraws, draw_run, message_bytes, message_de
 
 log = logging.getLogger("gcbench")
 INF = float("inf")
+
+
+def emulated_latencies(scenario) -> list[float]:
+    """Each worker's latency where this run is on an emulated cluster (``gcbench run --emulate``): its node's,
+    or ``network.latency``. The kernel here has no netem to delay a link, so the master adds it to each message
+    as it arrives (docs/emulation.md measures it). None elsewhere: a real cluster's network has its own."""
+    from gcbench.emulation import Nodes
+    from gcbench.models.wire import Wire
+
+    if Nodes.from_environment() is None or scenario.topology is None:
+        return [0.0] * scenario.workers
+    wire = Wire.of(scenario.network, scenario.topology, scenario.workers)
+    return wire.delays(scenario.network.latency).tolist()
 
 
 class ClusterStuck(RunStuck):
@@ -70,6 +84,7 @@ class WallClockCluster(RealBackend, Cluster):
         self.idle_since = [-INF] * self.n  # when each worker's last reply was ready
         self.own_clock = clock is None
         self.clock = WallClock() if clock is None else clock
+        self.latency = emulated_latencies(scenario)  # per worker: how long the master holds its messages back
 
     @classmethod
     def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True) -> WallClockCluster:
@@ -173,6 +188,12 @@ class WallClockCluster(RealBackend, Cluster):
         """Wait up to ``seconds`` for one of the workers' replies and turn it into the events it brings."""
         raise NotImplementedError
 
+    def in_flight(self, job_ids: Iterable[int]) -> bool:
+        """Whether a job with one of these ids can still deliver a result: it runs, or its result is in and held
+        back (the modelled network's delay, an emulated latency) until its time."""
+        ids = set(job_ids)
+        return bool(self.running(ids)) or self.events.holds(lambda event: type(event) is Result and event.job.id in ids)
+
     def _schedule(self, at: float, event) -> None:
         self.events.schedule(at, event)
 
@@ -191,7 +212,9 @@ class WallClockCluster(RealBackend, Cluster):
         modelled network. ``versions`` (a pipelined worker's cache) only from a backend whose workers keep
         caches between jobs."""
         start, end = self.clock.at(reply["compute_start"]), self.clock.at(reply["compute_end"])
-        at = max(self.now, end + self.delay)  # the modelled network holds a timing-only result back
+        # the modelled network holds a timing-only result back; on an emulated cluster, a training result crossed
+        # the shaped links, and is held for its node's latency, which the links cannot add
+        at = max(self.now + (self.latency[job.worker] if self.trains else 0.0), end + self.delay)
         injected = reply.get("injected", float("nan"))
         messages, losses = reply.get("messages"), reply.get("losses")
         versions = reply.get("versions") if self.keeps_caches else None
