@@ -22,6 +22,7 @@ from gcbench.scenario.schema import Scenario
 from gcbench.twin.decompose import Parts, decompose
 from gcbench.twin.fit import Fit, fit_part, measured_quantiles, scaled
 from gcbench.twin.measured import MeasuredRun
+from gcbench.twin.wire_fit import describe_links, fit_links, links_section
 
 FEW_ITERATIONS = 50  # per variant and seed: below it calibrate warns (the refusal is at MIN_ITERATIONS in all)
 SPEED_P_VALUE, SPEED_SPREAD = 1e-3, 0.05
@@ -77,7 +78,9 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None, cores:
     if len(parts.upload) == 0:
         raise GcbenchError(f"{source}: no message reached the master, so the upload cannot be measured.")
     sources = [str(run.path) for run in runs]
-    scenario = _calibrated(base, fits, fixed, speeds, float(np.mean(parts.upload)), sources, shared, cores)
+    links, note = _links(runs, variants)
+    notes.append(note)
+    scenario = _calibrated(base, fits, fixed, speeds, float(np.mean(parts.upload)), sources, shared, cores, links)
     scenario, note = matched_to_means(scenario, runs, variants)
     notes.append(note)
     from gcbench.twin.evaluate import SIMULATED_ITERATIONS
@@ -254,8 +257,23 @@ def _shared(work: np.ndarray, loads: np.ndarray, censored: np.ndarray,
     return shared, factor, note
 
 
+def _links(runs: list[MeasuredRun], variants: list[str] | None) -> tuple[dict | None, str]:
+    """The network's links fitted to the runs' uploads, where the runs ran on a wire (a topology, or a bandwidth
+    set) and sent messages of two sizes or more (None otherwise), and a note saying which."""
+    base = runs[0].scenario
+    if base.topology is None and base.network.bandwidth is None and base.network.master.ingress is None:
+        return None, "Upload: the runs' scenario sets no links, so the mean upload is the latency (network.latency)."
+    try:
+        fit = fit_links(runs, variants)
+    except GcbenchError as error:
+        return None, (f"Upload: not fitted as latency and bandwidth ({error}); the mean upload is the latency and "
+                      "the links are left out.")  # fmt: skip
+    return links_section(fit, base), f"Upload: {describe_links(fit, base)}"
+
+
 def _calibrated(base: Scenario, fits: dict[str, Fit], fixed: float, speeds, latency: float,
-                sources: list[str], shared: dict | None, cores: int | None) -> Scenario:  # fmt: skip
+                sources: list[str], shared: dict | None, cores: int | None,
+                links: dict | None = None) -> Scenario:  # fmt: skip
     data = base.model_dump(mode="json", exclude_none=False)
     compute = {"per_partition": fits["per_partition"].distribution, "load": "scale"}
     if cores is not None:
@@ -270,7 +288,9 @@ def _calibrated(base: Scenario, fits: dict[str, Fit], fixed: float, speeds, late
         compute["overhead"] = data["compute"]["overhead"]
     data["compute"] = compute
     network = {"latency": latency, "dispatch": fits["dispatch"].distribution}
-    if base.network.shared_link or base.network.bandwidth is not None:
+    if links is not None:  # (the weights' way out is in the dispatch fitted: the dispatch measured took it)
+        network.update(links)
+    elif base.network.shared_link or base.network.bandwidth is not None:
         network["bandwidth"] = None  # the measured upload is the whole transfer
     data["network"] = network
     data["master"] = {"between_iterations": fits["between"].distribution}

@@ -1,0 +1,96 @@
+"""The twin learns the wire (gcbench/twin/wire_fit.py): each node's latency and uplink bandwidth, fitted to the
+uploads of runs with two message sizes, recovered from simulated runs of known links."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gcbench.errors import GcbenchError
+from gcbench.scenario.loading import SweepPoint
+from gcbench.scenario.schema import Scenario, Variant
+from gcbench.sim.tasks import Task, run_task
+from gcbench.twin.measured import measured_run
+from gcbench.twin.wire_fit import fit_links
+
+LENGTH = 250_000  # a float32 gradient of a million bytes
+VARIANTS = [
+    {"label": "uncoded", "scheme": "uncoded", "policy": "wait_all"},
+    {"label": "uncoded fp16", "scheme": "uncoded", "policy": "wait_all", "compression": {"name": "fp16"}},
+]
+
+
+def known(**fields) -> Scenario:
+    data = {
+        "name": "wire",
+        "workers": 6,
+        "iterations": 60,
+        "gradient": {"length": LENGTH, "dtype": "float32"},
+        "compute": {"per_partition": {"distribution": "shifted_exponential", "shift": 0.05, "rate": 20.0}},
+        "variants": VARIANTS,
+    }
+    return Scenario.model_validate({**data, **fields})
+
+
+def simulated(scenario: Scenario):
+    frames = [run_task(SweepPoint({}, scenario), 0, Task(0, i, 0), True) for i in range(len(scenario.variants))]
+    iterations = pd.concat([pd.DataFrame(f[0]) for f in frames], ignore_index=True)
+    workers = pd.concat([pd.DataFrame(f[1]) for f in frames], ignore_index=True)
+    return measured_run("simulated", scenario, iterations, workers, "simulated", cut_short=False)
+
+
+def test_each_node_s_latency_and_uplink_are_recovered_through_their_sharing():
+    """Three nodes: node 0 (the master's) with workers 0 and 3, node 1 with 1 and 4 on a 20 MB/s uplink and 10 ms
+    of latency, node 2 with 2 and 5 on 5 MB/s and 30 ms; every node's two messages share its uplink, and all
+    share the master's 30 MB/s ingress. Uncompressed (1 MB) and fp16 (0.5 MB) messages tell latency from
+    bandwidth."""
+    network = {
+        "latency": 0.002,
+        "master": {"ingress": 3e7},
+        "nodes": {1: {"bandwidth": 2e7, "latency": 0.01}, 2: {"bandwidth": 5e6, "latency": 0.03}},
+    }
+    fit = fit_links([simulated(known(topology={"nodes": 3}, network=network))])
+    np.testing.assert_allclose(fit.latency, [0.002, 0.01, 0.03], rtol=1e-3, atol=1e-6)
+    np.testing.assert_allclose(fit.bandwidth[1:], [2e7, 5e6], rtol=1e-3)
+    assert fit.bandwidth[0] == np.inf and fit.sizes == [500_000, 1_000_000]
+
+
+def test_without_a_topology_one_link_each_is_recovered():
+    fit = fit_links([simulated(known(network={"latency": 0.004, "bandwidth": 1e7}))])
+    np.testing.assert_allclose([fit.latency[0], fit.bandwidth[0]], [0.004, 1e7], rtol=1e-3)
+
+
+def test_one_message_size_cannot_tell_latency_from_bandwidth():
+    run = simulated(known(variants=VARIANTS[:1], network={"latency": 0.004, "bandwidth": 1e7}))
+    with pytest.raises(GcbenchError, match="calibrating the links needs messages of two sizes or more"):
+        fit_links([run])
+
+
+def test_calibrate_writes_the_fitted_links_and_predicts_a_held_out_compressor():
+    """Calibrated from uncompressed and fp16 runs on a topology, the written scenario carries each node's links;
+    simulated, it predicts top-k's mean iteration (its 1% of the entries, held out) as the true links do."""
+    from gcbench.scenario.build import scheme_for
+    from gcbench.sim.synchronous import simulate_synchronous
+    from gcbench.twin.calibrate import calibrate
+
+    network = {
+        "nodes": {1: {"bandwidth": 4e6, "latency": 0.01}, 2: {"bandwidth": 1e7}},
+        "dispatch": {"distribution": "exponential", "rate": 100.0},
+    }
+    between = {"between_iterations": {"distribution": "lognormal", "mu": -6.0, "sigma": 0.4}}
+    truth = known(topology={"nodes": 3}, network=network, master=between, iterations=200)
+    calibration = calibrate([simulated(truth)])
+    nodes = calibration.scenario.network.nodes
+    assert nodes[1].bandwidth == pytest.approx(4e6, rel=0.01) and nodes[1].latency == pytest.approx(0.01, abs=1e-3)
+    assert nodes[2].bandwidth == pytest.approx(1e7, rel=0.01)
+    assert any(note.startswith("Upload: links fitted to") for note in calibration.notes)
+    topk = Variant.model_validate(
+        {"label": "uncoded topk", "scheme": "uncoded", "policy": "wait_all", "compression": {"name": "topk"}}
+    )
+
+    def mean_iteration(scenario: Scenario) -> float:
+        scheme = scheme_for(scenario, topk)
+        return float(simulate_synchronous(scenario, topk, scheme, 1).duration.mean())
+
+    assert mean_iteration(calibration.scenario) == pytest.approx(mean_iteration(truth), rel=0.03)
