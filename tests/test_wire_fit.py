@@ -94,3 +94,18 @@ def test_calibrate_writes_the_fitted_links_and_predicts_a_held_out_compressor():
         return float(simulate_synchronous(scenario, topk, scheme, 1).duration.mean())
 
     assert mean_iteration(calibration.scenario) == pytest.approx(mean_iteration(truth), rel=0.03)
+
+
+def test_the_calibrate_command_says_the_links_it_fitted(tmp_path):
+    """`gcbench calibrate` on a run with links prints them, and the written scenario carries them (with its
+    comment), where a run without links prints the mean upload as the latency."""
+    from gcbench.twin.calibrate import calibrate, scenario_yaml
+
+    network = {"nodes": {1: {"bandwidth": 4e6}}, "dispatch": {"distribution": "exponential", "rate": 100.0}}
+    between = {"between_iterations": {"distribution": "lognormal", "mu": -6.0, "sigma": 0.4}}
+    calibration = calibrate([simulated(known(topology={"nodes": 2}, network=network, master=between))])
+    assert calibration.upload_words().startswith("links fitted to 720 messages of 500,000 and 1,000,000 bytes: ")
+    written = scenario_yaml(calibration)
+    assert "# links fitted to" in written and "nodes:" in written
+    plain = calibrate([simulated(known(network={"dispatch": network["dispatch"]}, master=between))])
+    assert plain.upload_words().startswith("latency (mean upload): ")

@@ -95,8 +95,7 @@ def _print_fits(calibration, console) -> None:
     console.print(table)
     fixed = f"{calibration.fixed:.4g} s" if calibration.fixed else "none"
     speeds = ", ".join(f"{s:.3f}" for s in calibration.speeds) if calibration.speeds else "none"
-    say(console, f"compute.fixed: {fixed}; speeds: {speeds}; latency (mean upload): "
-        f"{calibration.scenario.network.latency:.4g} s")  # fmt: skip
+    say(console, f"compute.fixed: {fixed}; speeds: {speeds}; {calibration.upload_words()}")
 
 
 def _print_leg(title: str, table, ranking, console) -> None:

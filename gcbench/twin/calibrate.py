@@ -44,6 +44,13 @@ class Calibration:
     sources: list[str]
     notes: list[str] = field(default_factory=list)
     per_partition: np.ndarray | None = None  # the per-partition times fitted (per job: work / shared, less F, by L)
+    links: str | None = None  # the links fitted to the uploads, in a sentence (None: the mean upload is the latency)
+
+    def upload_words(self) -> str:
+        """How the scenario models the upload: the fitted links, or the mean upload as the latency."""
+        if self.links is not None:
+            return self.links
+        return f"latency (mean upload): {self.scenario.network.latency:.4g} s"
 
 
 def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None, cores: int | None = None) -> Calibration:
@@ -78,7 +85,7 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None, cores:
     if len(parts.upload) == 0:
         raise GcbenchError(f"{source}: no message reached the master, so the upload cannot be measured.")
     sources = [str(run.path) for run in runs]
-    links, note = _links(runs, variants)
+    links, note, described = _links(runs, variants)
     notes.append(note)
     scenario = _calibrated(base, fits, fixed, speeds, float(np.mean(parts.upload)), sources, shared, cores, links)
     scenario, note = matched_to_means(scenario, runs, variants)
@@ -104,7 +111,8 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None, cores:
     if parts.unexplained:
         unexplained = "; ".join(f"{count} {reason}" for reason, count in parts.unexplained.items())
         notes.append(f"Not explained by the parts: {unexplained}.")
-    return Calibration(scenario, fits, fixed, speeds, p_value, parts.upload, parts, sources, notes, per_partition)
+    return Calibration(scenario, fits, fixed, speeds, p_value, parts.upload, parts, sources, notes, per_partition,
+                       described)  # fmt: skip
 
 
 def matched_to_means(scenario: Scenario, runs: list[MeasuredRun], variants: list[str] | None) -> tuple[Scenario, str]:
@@ -257,18 +265,23 @@ def _shared(work: np.ndarray, loads: np.ndarray, censored: np.ndarray,
     return shared, factor, note
 
 
-def _links(runs: list[MeasuredRun], variants: list[str] | None) -> tuple[dict | None, str]:
+def _links(runs: list[MeasuredRun], variants: list[str] | None) -> tuple[dict | None, str, str | None]:
     """The network's links fitted to the runs' uploads, where the runs ran on a wire (a topology, or a bandwidth
-    set) and sent messages of two sizes or more (None otherwise), and a note saying which."""
+    set) and sent messages of two sizes or more (None otherwise); a note saying which; the links in a sentence."""
     base = runs[0].scenario
     if base.topology is None and base.network.bandwidth is None and base.network.master.ingress is None:
-        return None, "Upload: the runs' scenario sets no links, so the mean upload is the latency (network.latency)."
+        return (
+            None,
+            "Upload: the runs' scenario sets no links, so the mean upload is the latency (network.latency).",
+            None,
+        )
     try:
         fit = fit_links(runs, variants)
     except GcbenchError as error:
         return None, (f"Upload: not fitted as latency and bandwidth ({error}); the mean upload is the latency and "
-                      "the links are left out.")  # fmt: skip
-    return links_section(fit, base), f"Upload: {describe_links(fit, base)}"
+                      "the links are left out."), None  # fmt: skip
+    described = describe_links(fit, base)
+    return links_section(fit, base), f"Upload: {described}", described
 
 
 def _calibrated(base: Scenario, fits: dict[str, Fit], fixed: float, speeds, latency: float,
@@ -333,7 +346,7 @@ def scenario_yaml(calibration: Calibration) -> str:
         ],
         "network": [
             c.fits["dispatch"].comment("dispatch", source),
-            f"latency: the mean upload (compute end to arrival) of {len(c.upload)} messages; "
+            c.links or f"latency: the mean upload (compute end to arrival) of {len(c.upload)} messages; "
             f"p50 {np.median(c.upload):.4g} s, p99 {np.quantile(c.upload, 0.99):.4g} s",
         ],
         "master": [c.fits["between"].comment("between_iterations", source)],

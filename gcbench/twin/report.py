@@ -66,7 +66,7 @@ def write_report(calibration: Calibration, legs: dict[str, pd.DataFrame], out: P
     fixed = f"{calibration.fixed:.4g} s" if calibration.fixed else "none"
     lines += [
         f"compute.fixed: {fixed}; speeds: {calibration.speeds or 'none'} (Kruskal-Wallis p = "
-        f"{calibration.speed_test:.2g}); latency: mean upload {calibration.scenario.network.latency:.4g} s",
+        f"{calibration.speed_test:.2g}); {calibration.upload_words()}",
         "",
     ]
     lines += [f"- {note}" for note in calibration.notes] + [""]  # fmt: skip

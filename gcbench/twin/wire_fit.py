@@ -82,10 +82,10 @@ def links_section(fit: LinkFit, scenario) -> dict:
 
 def describe_links(fit: LinkFit, scenario) -> str:
     """One sentence: the fitted links, per node."""
-    each = [f"latency {fit.latency[0] * 1e3:.3g} ms, {fit.bandwidth[0] / 1e6:.4g} MB/s each worker"] if (
+    each = [f"latency {fit.latency[0] * 1e3:.3f} ms, {fit.bandwidth[0] / 1e6:.4g} MB/s each worker"] if (
         scenario.topology is None
-    ) else [f"node 0 (the master's) latency {fit.latency[0] * 1e3:.3g} ms"] + [
-        f"node {k} latency {fit.latency[k] * 1e3:.3g} ms, {fit.bandwidth[k] / 1e6:.4g} MB/s"
+    ) else [f"node 0 (the master's) latency {fit.latency[0] * 1e3:.3f} ms"] + [
+        f"node {k} latency {fit.latency[k] * 1e3:.3f} ms, {fit.bandwidth[k] / 1e6:.4g} MB/s"
         for k in range(1, len(fit.bandwidth)) if np.isfinite(fit.bandwidth[k])
     ]  # fmt: skip
     sizes = " and ".join(f"{size:,}" for size in fit.sizes)
