@@ -9,7 +9,11 @@ one 100 Mb/s link (the receiver's downlink, as a master's ingress; or one node's
 message is complete, against the two models of a shared link: first in, first out (the k-th at k x 0.2 s) and
 fair sharing (all at 0.8 s).
 
-    python benchmarks/emulated_cluster.py [--repeats 3] [--size 25000000] [--part 1|2]
+Part 6, overhead: the emulated cluster's start and teardown (2 and 4 nodes; and Ray across them), and a real run's
+time per iteration and the master's time between iterations on 2 nodes linked at 1 Gb/s against the same run on
+this machine's loopback (torch backend, 4 workers, synthetic data, runs alternating).
+
+    python benchmarks/emulated_cluster.py [--repeats 3] [--size 25000000] [--part 1|2|6]
 
 Each rate is the median of ``--repeats`` transfers on a new pair of nodes; the time runs from the first byte sent
 to the receiver's count of them coming back (one round trip more than the transfer, under a millisecond here).
@@ -112,17 +116,89 @@ def link_sharing(repeats: int) -> None:
         print(f"{'the receiver' if shared == 'ingress' else 'one node'}'s {shared}: {median}")
 
 
+OVERHEAD_SCENARIO = """\
+name: overhead
+workers: 4
+iterations: 40
+compute: {per_partition: {distribution: exponential, rate: 20}}
+network: {bandwidth: 125000000}
+topology: {nodes: 2, placement: spread}
+variants: [{label: uncoded, scheme: uncoded, policy: wait_all}]
+training: {dataset: synthetic, batch_size: 32, eval_every: 1000, device: cpu}
+"""
+
+
+def cluster_times(nodes: int) -> tuple[float, float, float]:
+    """Seconds to build an emulated cluster of ``nodes`` nodes, to start Ray on them, and to tear it all down."""
+    begun = time.perf_counter()
+    cluster = EmulatedCluster([NodeSpec() for _ in range(nodes)])
+    cluster.__enter__()
+    built = time.perf_counter()
+    code = (
+        "from gcbench.emulation import Nodes; from gcbench.emulation.ray_nodes import start_ray_nodes; "
+        "start_ray_nodes(Nodes.from_environment())"
+    )
+    import os
+
+    cluster.run_in(0, [sys.executable, "-c", code], env={**os.environ, **cluster.inside()}, check=True,
+                   capture_output=True)  # fmt: skip
+    ray = time.perf_counter()
+    cluster.__exit__(None, None, None)
+    return built - begun, ray - built, time.perf_counter() - ray
+
+
+def run_times(folder, emulated: bool, repeat: int) -> tuple[float, float]:
+    """A run's mean iteration time and median time between iterations (the master's), in seconds."""
+    import pandas as pd
+
+    out = folder / f"{'emulated' if emulated else 'loopback'}{repeat}"
+    command = [sys.executable, "-m", "gcbench", "run", str(folder / "s.yaml"), "--backend", "torch", "--out", str(out),
+               *(["--emulate"] if emulated else [])]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    iterations = pd.read_parquet(out / "iterations.parquet").sort_values("iteration")
+    between = iterations["start"].to_numpy()[1:] - iterations["end"].to_numpy()[:-1]
+    return float(iterations["duration"].mean()), float(np.median(between))
+
+
+def overhead(repeats: int) -> None:
+    import tempfile
+    from pathlib import Path
+
+    print(f"the emulated cluster's start and teardown, seconds, median of {repeats}")
+    for nodes in (2, 4):
+        times = np.median([cluster_times(nodes) for _ in range(repeats)], axis=0)
+        print(f"{nodes} nodes: build {times[0]:.2f}, Ray on them {times[1]:.2f}, teardown {times[2]:.2f}")
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        (folder / "s.yaml").write_text(OVERHEAD_SCENARIO)
+        runs = {True: [], False: []}
+        for repeat in range(repeats):
+            for emulated in (True, False):
+                runs[emulated].append(run_times(folder, emulated, repeat))
+    print(
+        f"a run of 4 workers (2 a node, 755 kB gradients), torch backend, median of {repeats}: "
+        "mean iteration, master's time between iterations (s)"
+    )
+    for emulated, label in ((False, "loopback (one host)"), (True, "2 nodes at 1 Gb/s")):
+        mean, between = np.median(runs[emulated], axis=0)
+        print(f"{label:>22}: {mean:.4f}  {between:.4f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--size", type=int, default=25_000_000)
-    parser.add_argument("--part", type=int, choices=(1, 2))
+    parser.add_argument("--part", type=int, choices=(1, 2, 6))
     options = parser.parse_args()
     require_namespaces()
     if options.part in (None, 1):
         link_fidelity(options.repeats, options.size)
     if options.part in (None, 2):
         link_sharing(options.repeats)
+    if options.part in (None, 6):
+        overhead(options.repeats)
 
 
 if __name__ == "__main__":
