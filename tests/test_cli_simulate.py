@@ -359,3 +359,14 @@ def test_check_refuses_what_the_run_s_engine_would_refuse(tmp_path):
     assert len(error) == 1 and error == [line for line in ran.output.splitlines() if line.startswith("error:")]
     assert "valid" not in checked.output
     assert runner.invoke(app, ["simulate", "--check", str(scenario)]).exit_code == 0  # auto runs it on the event engine
+
+
+def test_a_placement_sweep_is_said_so_and_concluded_point_by_point(tmp_path):
+    """scenarios/slow_node.yaml sweeps the placement: the first line says so, and the conclusion names each
+    placement with "at" (no "from pack on": placements have no order)."""
+    result = runner.invoke(app, ["simulate", str(ROOT / "scenarios" / "slow_node.yaml"), "--iterations", "60",
+                                 "--out", str(tmp_path / "o")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "slow_node" in result.output and "8 workers on 4 nodes (placement swept)" in result.output
+    assert "Fastest exact variant: FR s=1 at topology.placement = spread" in result.output
+    assert "at topology.placement = pack" in result.output and "pack on" not in result.output

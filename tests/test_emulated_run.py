@@ -288,3 +288,19 @@ def test_an_emulated_clusters_nodes_share_this_machines_cores(monkeypatch):
     described = {"addresses": ["10.9.0.1", "10.9.0.2"], "pids": [1, 2], "scratch": "/nonexistent"}
     monkeypatch.setenv(ENVIRONMENT, json.dumps(described))
     assert RayCluster.single_node() is True
+
+
+@pytest.mark.parametrize(
+    ("options", "sentence"),
+    [
+        (["--sim"], "error: --emulate builds a cluster for a real run, and --sim simulates the scenario; drop one"),
+        (["--address", "10.0.0.1:6379"],
+         "error: --emulate builds a cluster on this machine, and --address 10.0.0.1:6379 joins another; drop one."),
+    ],
+)  # fmt: skip
+def test_emulate_beside_sim_or_an_address_is_one_sentence_and_exit_2(tmp_path, options, sentence):
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
+    result = CliRunner().invoke(app, ["run", str(scenario_file(tmp_path)), "--emulate", *options, "--out",
+                                      str(tmp_path / "o")])  # fmt: skip
+    assert result.exit_code == 2 and result.output.startswith(sentence), result.output
+    assert not (tmp_path / "o").exists()

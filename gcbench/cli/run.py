@@ -63,8 +63,9 @@ def run(
         bool,
         typer.Option(
             "--emulate",
-            help="Run on an emulated cluster of the scenario's topology on this machine: a network namespace a "
-            "node, links shaped to network.bandwidth, no root (docs/emulation.md).",
+            help="Run on an emulated cluster of the scenario's topology (required) on this machine, no root: each "
+            "node a network namespace, its links shaped as the scenario's network sets them, each worker on its "
+            "node; Ray or torch backend (docs/emulation.md).",
         ),
     ] = False,
 ) -> None:
@@ -82,6 +83,12 @@ def run(
     if not real:
         from gcbench.scenario.overrides import command_line
 
+        if emulate:
+            raise GcbenchError(
+                "--emulate builds a cluster for a real run, and --sim simulates the scenario; drop one (gcbench "
+                "simulate --ray --emulate NODES runs a simulation's tasks on one)."
+            )
+
         overrides = command_line(sets, seeds, iterations)
         if check:
             check_scenario(scenario, wide_console(), overrides)
@@ -96,6 +103,9 @@ def run(
     training.update(data_dir=data_dir, device=device)
     choose = {"variants": variants, "seeds": seeds, "sets": sets}
     if emulate:
+        if address is not None:
+            raise GcbenchError(f"--emulate builds a cluster on this machine, and --address {address} joins another; "
+                               "drop one.")  # fmt: skip
         emulated(scenario, backend, iterations, training, choose, resume, check)
     if check:
         from gcbench.real.run.setup import checked_run
@@ -132,6 +142,9 @@ def emulated(path: Path, backend: str, iterations: int | None, training: dict, c
                                                                                       **choose)  # fmt: skip
     check_emulated(scenario, backend)
     if not check:
+        topology = scenario.topology
+        say(wide_console(), f"on an emulated cluster of {topology.nodes} nodes on this machine (node 0: the master; "
+            "docs/emulation.md)")  # fmt: skip
         raise SystemExit(run_emulated(scenario, sys.argv[1:]))
 
 

@@ -48,8 +48,9 @@ def simulate(
             "--emulate",
             metavar="NODES",
             min=2,
-            help="With --ray: run the tasks on an emulated cluster of NODES Ray nodes on this machine (a network "
-            "namespace a node, no root); the tables are a local run's.",
+            help="With --ray: run the tasks on NODES Ray nodes emulated on this machine (each in a network "
+            "namespace of its own, no root); the results are bit for bit a local run's. (Not the scenario's "
+            "topology: gcbench run --emulate builds that.)",
         ),
     ] = None,
 ) -> None:

@@ -121,7 +121,7 @@ def span(stretch: list[PointVerdict], last: bool, sweep_columns: list[str]) -> s
     if stretch[0].value is None:
         return "at " + "; ".join(v.where for v in stretch)
     column = sweep_columns[0]
-    if len(stretch) == 1 and not last:
+    if len(stretch) == 1 and (not last or isinstance(stretch[0].value, str)):  # (no "on" past a name: no order)
         return f"at {column} = {stretch[0].value}"
     if last:
         return f"from {column} = {stretch[0].value} on"

@@ -44,4 +44,6 @@ def _workers(scenario: Any) -> str:
     if topology is None:
         return f"{scenario.workers} workers"
     placement = topology.placement if isinstance(topology.placement, str) else "placed by name"
+    if "topology.placement" in dict(scenario.sweep):
+        placement = "placement swept"
     return f"{scenario.workers} workers on {topology.nodes} node{'s' if topology.nodes > 1 else ''} ({placement})"
