@@ -89,6 +89,7 @@ def test_an_emulated_run_trains_every_iteration_exactly_and_leaves_nothing(emula
     assert code == 0, output
     assert left == [], left
     assert "Traceback" not in output and "[W" not in output, output  # (nor a warning of torch's: each node has a name)
+    assert "on an emulated cluster of 2 nodes on this machine" in output
     iterations, workers, meta = read_results(folder / "emulated")
     assert meta["status"] == "complete" and len(iterations) == 3 * 4 and iterations["exact"].all()
     alone = read_results(local)[0].sort_values("iteration")["loss"].to_numpy()  # (one process: one SGD, "local")
