@@ -221,8 +221,12 @@ def test_a_link_model_other_than_events_or_resource_exits_2_naming_the_field(tmp
         ("network: {latency: 0.0, bandwidth: 4.0e+6, shared_link: true, link_model: resource}", "network.shared_link"),
         ("network: {bandwidth: 4.0e+6}\ntopology: {nodes: 2}", "a topology's links"),
         ("network: {master: {ingress: 4.0e+6}}", "network.master.ingress"),
+        (
+            "network: {bandwidth: 4.0e+6, downlink: 4.0e+6}",
+            "the weights' links (network.master.egress or network.downlink)",
+        ),
     ],
-    ids=["fifo", "topology", "ingress"],
+    ids=["fifo", "topology", "ingress", "downlink"],
 )
 def test_the_vectorised_engine_refuses_late_work_on_a_shared_link_in_one_sentence(tmp_path, network, links):
     text = LATE_WORK_YAML.replace(

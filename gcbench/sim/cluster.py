@@ -153,7 +153,7 @@ class SimPyCluster(Cluster):
         fractions = self.fractions.get(worker)
         if fractions is not None:
             self._send_messages(handle, begin, seconds, fractions)
-            return handle
+            return
         # (begin - now) + seconds + ... keeps a job started now on the same floats as t + (seconds + latency + transfer)
         delay = (begin - now) + seconds + (self.latency if self.latencies is None else self.latencies[worker])
         if self.shared:

@@ -88,15 +88,19 @@ def event_only(scenario: Scenario, variant: Variant) -> str | None:
 def late_work_shares_the_link(scenario: Scenario) -> bool:
     """Shared links, and stale work that finishes: a synchronous run's links carry an iteration's late messages
     and the next iteration's (gcbench/sim/cluster.py). Shared: the FIFO link when it takes time, or the fairly
-    shared links of a topology or of the master's ingress."""
+    shared links (gcbench/models/wire.py: a topology's, the master's NIC, the weights' downlinks)."""
     network = scenario.network
     fifo = network.shared_link and network.bandwidth is not None
-    fair = scenario.topology is not None or network.master.ingress is not None
+    fair = Wire.of(network, scenario.topology, scenario.workers) is not None
     return (fifo or fair) and scenario.stale_work == "finish"
 
 
 def _fair_links(scenario: Scenario) -> str:
-    return "a topology's links" if scenario.topology is not None else "network.master.ingress"
+    if scenario.topology is not None:
+        return "a topology's links"
+    if scenario.network.master.ingress is not None:
+        return "network.master.ingress"
+    return "the weights' links (network.master.egress or network.downlink)"
 
 
 def weights_wait_for_restarts(scenario: Scenario) -> bool:
