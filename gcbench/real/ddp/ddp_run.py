@@ -12,7 +12,6 @@ checkpoint, so ``--resume`` continues it.
 
 from __future__ import annotations
 
-import os
 import queue
 import sys
 from pathlib import Path
@@ -29,6 +28,7 @@ from gcbench.real.processes.worker_session import WorkerSession, start_worker, w
 from gcbench.real.run.checkpoint import load_checkpoint, save_checkpoint
 from gcbench.real.run.training_run import OnIteration, TrainingRun, VariantStopped
 from gcbench.real.wallclock.clock import WallClock
+from gcbench.real.wallclock.placement import emulated_placement, use_node_interface
 from gcbench.real.wallclock.threads import EVALUATION_THREADS, compute_threads
 from gcbench.results.recorder import RunRecorder
 from gcbench.results.rows import identity, restore, row_dicts, table_columns
@@ -140,7 +140,10 @@ class DDPRun(TrainingRun):
     def _start(self) -> None:
         # kept for the whole run: NCCL builds its communicator through the store at the first all-reduce
         self.rendezvous = rendezvous = channel.store(0, self.timeout)
-        self.launcher = launcher = RankLauncher(self.n, rendezvous.port, self.timeout, *self._nodes())
+        placement = emulated_placement(self.scenario)
+        if placement is not None:
+            use_node_interface()  # (the driver's end of each rank's channel: node 0's address)
+        self.launcher = launcher = RankLauncher(self.n, rendezvous.port, self.timeout, *(placement or ()))
         self.sessions = [WorkerSession(r, 0, launcher, self.timeout) for r in range(self.n)]
         device, process_group, shared = rank_devices(self.scenario, self.n)
         shards = self._shards()
@@ -159,16 +162,6 @@ class DDPRun(TrainingRun):
         self.state = None  # sent: its rows live on in the recorder
         self.clock.continue_from(float(self.rec.end[self.next_iteration - 1]) if self.next_iteration else 0.0)
         self.clock.pause()
-
-    def _nodes(self) -> tuple:
-        """On an emulated cluster with the scenario's topology: the nodes, and each rank's (worker r's); else none."""
-        from gcbench.emulation import INTERFACE, Nodes
-
-        nodes = Nodes.from_environment()
-        if nodes is None or self.scenario.topology is None:
-            return ()
-        os.environ["GLOO_SOCKET_IFNAME"] = INTERFACE  # (the driver's end of each rank's channel: node 0's address)
-        return nodes, [int(node) for node in self.scenario.topology.node_of(self.n)]
 
     def _shards(self) -> list:
         from gcbench.training.batches import PartitionSampler

@@ -38,6 +38,7 @@ from gcbench.errors import GcbenchError
 from gcbench.real.processes import alive
 from gcbench.real.ray.streams import StreamedJobs
 from gcbench.real.wallclock.clock import WallClock
+from gcbench.real.wallclock.placement import emulated_placement
 from gcbench.real.wallclock.wall_cluster import ClusterStuck, WallClockCluster, log
 from gcbench.scenario.draws import RunDraws
 
@@ -109,7 +110,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
         if data is None:
             self.delay = self._modelled_delay()
             actor = self.ray.remote(**options)(SleepingWorker)
-            self.actors = [actor.options(**self._placed(w)).remote(w) for w in range(self.n)]
+            self.actors = [actor.options(**placed).remote(w) for w, placed in enumerate(self._placed())]
         else:
             self.trains, self.delay = True, 0.0  # a real network's time is its own
             self.actors = self._gradient_workers(data, options)
@@ -127,17 +128,17 @@ class RayCluster(StreamedJobs, WallClockCluster):
         shards = [self.ray.put(shard) for shard in shards]
         self.data = [{j: [shards[j]] for j in self.scheme.partitions(w)} for w in range(self.n)]
         actor = self.ray.remote(**options)(GradientWorker)
-        return [actor.options(**self._placed(w)).remote(w, spec, setup) for w in range(self.n)]
+        return [actor.options(**placed).remote(w, spec, setup) for w, placed in enumerate(self._placed())]
 
-    def _placed(self, w: int) -> dict:
-        """Worker w's actor options that keep it on its node of an emulated cluster (none elsewhere: Ray places it)."""
-        from gcbench.emulation import Nodes
-
-        if Nodes.from_environment() is None:
-            return {}
+    def _placed(self) -> list[dict]:
+        """Each worker's actor options that keep it on its node of an emulated cluster (none elsewhere: Ray
+        places it)."""
+        placement = emulated_placement(self.scenario)
+        if placement is None:
+            return [{} for _ in range(self.n)]
         from gcbench.emulation.ray_nodes import node_resource
 
-        return {"resources": {node_resource(int(self.scenario.topology.node_of(self.n)[w])): 0.001}}
+        return [{"resources": {node_resource(node): 0.001}} for node in placement[1]]
 
     def _wait_ready(self) -> None:
         pings = [actor.load.remote(held) for actor, held in zip(self.actors, self.data, strict=True)]

@@ -29,7 +29,8 @@ def inside_emulation() -> Nodes | None:
 
 
 def worker_nodes(scenario: Scenario) -> list[int]:
-    """Each worker's node, as the topology places it."""
+    """Each worker's node, as the topology places it (run.json records it; the backends place the workers by
+    gcbench/real/wallclock/placement.py, from the same topology)."""
     return [int(node) for node in scenario.topology.node_of(scenario.workers)]
 
 

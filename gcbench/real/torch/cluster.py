@@ -31,7 +31,6 @@ of exits and restarts are every wall-clock cluster's (gcbench/real/wallclock/wal
 from __future__ import annotations
 
 import itertools
-import os
 import queue
 import threading
 from collections.abc import Iterable, Iterator
@@ -40,6 +39,7 @@ from typing import Any, ClassVar
 
 from gcbench.cluster import Job, Restart
 from gcbench.real.wallclock.clock import WallClock
+from gcbench.real.wallclock.placement import emulated_placement, use_node_interface
 from gcbench.real.wallclock.wall_cluster import ClusterStuck, WallClockCluster
 from gcbench.scenario.draws import RunDraws
 
@@ -119,7 +119,6 @@ class TorchCluster(WallClockCluster):
         and the scope: a loopback store and the driver's children; under torchrun, torchrun's store and the
         worker ranks' agents (gcbench/real/torch/torchrun.py); on an emulated cluster, a store at node 0's
         address and the nodes' own zygotes."""
-        from gcbench.emulation import INTERFACE, Nodes
         from gcbench.real.processes import channel
         from gcbench.real.torch import torchrun
         from gcbench.real.torch.launcher import LocalLauncher, NodesLauncher
@@ -129,11 +128,10 @@ class TorchCluster(WallClockCluster):
             store = torchrun.shared_store(self.timeout)
             return channel.scoped(store, scope), torchrun.RemoteLauncher(self.timeout), scope
         store = channel.store(0, self.timeout)
-        nodes = Nodes.from_environment()
-        if nodes is not None and self.scenario.topology is not None:
-            os.environ["GLOO_SOCKET_IFNAME"] = INTERFACE  # (the master's end of each channel: node 0's address)
-            placed = [int(node) for node in self.scenario.topology.node_of(self.n)]
-            return store, NodesLauncher(store, self.timeout, nodes, placed), ""
+        placement = emulated_placement(self.scenario)
+        if placement is not None:
+            use_node_interface()  # (the master's end of each channel: node 0's address)
+            return store, NodesLauncher(store, self.timeout, *placement), ""
         return store, LocalLauncher(store, self.timeout), ""
 
     def _spawn(self, w: int):

@@ -41,10 +41,10 @@ def emulated_latencies(scenario) -> list[float]:
     """Each worker's latency where this run is on an emulated cluster (``gcbench run --emulate``): its node's,
     or ``network.latency``. The kernel here has no netem to delay a link, so the master adds it to each message
     as it arrives (docs/emulation.md measures it). None elsewhere: a real cluster's network has its own."""
-    from gcbench.emulation import Nodes
     from gcbench.models.wire import Wire
+    from gcbench.real.wallclock.placement import emulated_placement
 
-    if Nodes.from_environment() is None or scenario.topology is None:
+    if emulated_placement(scenario) is None:
         return [0.0] * scenario.workers
     wire = Wire.of(scenario.network, scenario.topology, scenario.workers)
     return wire.delays(scenario.network.latency).tolist()
