@@ -234,6 +234,14 @@ def test_results_are_written_at_every_checkpoint_while_running(tmp_path, fake_ra
 # -- --resume ---------------------------------------------------------------------------------------------------
 
 
+def test_run_json_records_the_gradient_the_model_has_not_the_files(tmp_path, fake_ray):
+    # a real run's messages carry its model's gradient: the simulator's message sizes, and so the twin's fit of
+    # the wire, read run.json's scenario, which said 11.2M entries (the schema's default) for a 188,810-entry CNN
+    done, out = new_run(tmp_path, scenario=SCENARIO + "gradient: {length: 11200000, dtype: float64}\n")
+    assert done.exit_code == 0, done.output
+    assert meta_of(out)["scenario"]["gradient"] == {"length": 188_810, "dtype": "float32"}
+
+
 def test_resume_keeps_the_provenance_and_says_what_it_continues(tmp_path, fake_ray, monkeypatch):
     fake_ray.events[("FR s=1", 0, 3)] = "interrupt"
     _, out = new_run(tmp_path)

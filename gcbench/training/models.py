@@ -44,6 +44,12 @@ def resnet18(classes: int = 10) -> nn.Module:
 MODELS = {"small_cnn": small_cnn, "resnet18": resnet18, "softmax": softmax}
 
 
+def parameter_count(name: str, classes: int) -> int:
+    """Entries of the named model's gradient (its parameters), counted on the meta device: nothing is allocated."""
+    with torch.device("meta"):
+        return sum(parameter.numel() for parameter in MODELS[name](classes).parameters())
+
+
 def build_model(name: str, classes: int, seed: int) -> nn.Module:
     """The named model with weights initialised from the seed."""
     if name not in MODELS:

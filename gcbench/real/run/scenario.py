@@ -38,6 +38,19 @@ def real_scenario(
     return scenario
 
 
+def with_trained_gradient(scenario: Scenario) -> Scenario:
+    """The scenario with the gradient its model has: a real run's messages carry the model's gradient (float32),
+    whatever the file's ``gradient`` says, and run.json's scenario says what they carried (calibration reads the
+    size of a message there, its compressors' payloads included)."""
+    from gcbench.training.data import CLASSES
+    from gcbench.training.models import parameter_count
+
+    gradient = {"length": parameter_count(scenario.training.model, len(CLASSES)), "dtype": "float32"}
+    if scenario.gradient.model_dump(mode="json") == gradient:
+        return scenario
+    return scenario.model_copy(update={"gradient": scenario.gradient.model_copy(update=gradient)})
+
+
 def select_variants(scenario: Scenario, names: str) -> list[int]:
     """Indices of the variants named in ``names`` (labels, comma-separated; a label may itself hold commas)."""
     labels = [v.display_label() for v in scenario.variants]

@@ -23,6 +23,7 @@ from gcbench.real.run.scenario import (
     real_scenario,
     refuse_pipelined_without_caches,
     refuse_sequential_without_earlier_weights,
+    with_trained_gradient,
 )
 from gcbench.results import summarize
 from gcbench.results.metadata import new_run_directory, resume_entry, run_metadata
@@ -80,7 +81,7 @@ def new_run(
     force: bool = False,
 ) -> RealRun:
     """A new run of the scenario file with the command line's overrides, in ``out`` or a new directory."""
-    scenario = real_scenario(path, iterations, training, **(choose or {}))
+    scenario = with_trained_gradient(real_scenario(path, iterations, training, **(choose or {})))
     out = out or new_run_directory(Path("results"), f"{scenario.name}-real")
     refuse_checkpoints(out)  # before check_out: a run with checkpoints is resumed, not overwritten
     check_out(out, force)
