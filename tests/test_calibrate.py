@@ -506,3 +506,31 @@ def test_recommend_weighs_the_candidates_on_a_real_run_calibrated_first(written,
     document = json.loads((out / "recommend.json").read_text())
     assert document["source"] == f"{written} (calibrated)" and document["scenario"]["calibrated_from"] == [str(written)]
     assert {row["candidate"] for row in document["ranked"]} == {"uncoded", "cr(s=1)", "uncoded/fastest-5"}
+
+
+def test_the_dispatch_leaves_out_iterations_begun_behind_abandoned_work_still_going():
+    """A real run: worker 1's message of every even iteration is abandoned and still on the wire when the next
+    iteration starts, whose jobs then begin 0.2 s late; the dispatch is the other iterations' 0.01 s. A simulated
+    run's abandoned jobs stop at once, so every job's dispatch counts there."""
+    scenario = known(iterations=20, workers=2, variants=[{"label": "uncoded", "scheme": "uncoded",
+                                                           "policy": {"name": "wait_all"}}])  # fmt: skip
+    iterations, workers = [], []
+    for i in range(20):
+        start = i * 1.0
+        late = i % 2 == 1  # the previous (even) iteration left a message on the wire past this start
+        dispatch = 0.2 if late else 0.01
+        end = start + dispatch + 0.3
+        iterations.append({"variant": "uncoded", "seed": 0, "point": 0, "iteration": i, "start": start, "end": end,
+                           "duration": end - start, "policy": "wait_all", "scheme": "uncoded", "s": 0})  # fmt: skip
+        for worker in range(2):
+            abandoned = worker == 1 and not late
+            arrival = start + 1.1 if abandoned else end  # (into the next iteration, which starts at start + 1)
+            workers.append({"variant": "uncoded", "seed": 0, "point": 0, "iteration": i, "worker": worker,
+                            "partitions": 1, "compute_start": start + dispatch, "compute_end": start + dispatch + 0.2,
+                            "injected_delay": 0.0, "arrival": arrival, "used": not abandoned, "straggling": False,
+                            "failed": False})  # fmt: skip
+    tables = pd.DataFrame(iterations), pd.DataFrame(workers)
+    real = decompose(measured_run(Path("real"), scenario, *tables, "torch", cut_short=True))
+    assert real.dispatch == pytest.approx(np.full(20, 0.01))  # 10 iterations x 2 jobs
+    simulated = decompose(measured_run(Path("sim"), scenario, *tables, "simulated", cut_short=False))
+    assert sorted(simulated.dispatch) == pytest.approx([0.01] * 20 + [0.2] * 20)

@@ -134,6 +134,9 @@ TOPOLOGIES = st.sampled_from(
         ({"nodes": 3}, {"bandwidth": 1e8, "downlink": 5e7, "master": {"egress": 2e8}}),
         ({"nodes": 2, "placement": "pack"}, {"nodes": {1: {"downlink": 4e7, "latency": 0.02}}}),
         (None, {"master": {"egress": 3e8}}),
+        # flows weighted by their order of joining a link (network.unfairness)
+        ({"nodes": 3, "placement": "pack"}, {"bandwidth": 2e8, "master": {"ingress": 3e8}, "unfairness": 0.4}),
+        ({"nodes": 2}, {"bandwidth": 1e8, "downlink": 5e7, "unfairness": 0.7}),
     ]
 )
 # the times around the compute a calibrated scenario models: a job's dispatch, the master's time between iterations

@@ -291,6 +291,12 @@ def test_nonsense_is_refused_before_simulating(tmp_path, setting, expected):
         ),
         ("network: {master: {ingress: 0}}\n", ": network.master.ingress: Input should be greater than 0.\n"),
         (
+            "network: {bandwidth: 1.0e+6, unfairness: 0.5}\n",
+            ": network.unfairness: weighs the flows of a link that messages share, and every worker here has a link "
+            "of its own; give a topology or network.master.ingress.\n",
+        ),
+        ("network: {unfairness: 1}\ntopology: {nodes: 2}\n", ": network.unfairness: Input should be less than 1.\n"),
+        (
             "network: {nodes: {1: {bandwidth: 0}}}\ntopology: {nodes: 2}\n",
             ": network.nodes[1].bandwidth: Input should be greater than 0.\n",
         ),  # fmt: skip

@@ -56,6 +56,19 @@ def test_each_node_s_latency_and_uplink_are_recovered_through_their_sharing():
     assert fit.bandwidth[0] == np.inf and fit.sizes == [500_000, 1_000_000]
 
 
+def test_an_unfair_sharing_is_recovered_with_the_links():
+    """The same nodes, their two messages sharing each uplink unequally (network.unfairness 0.4: the second to
+    join weighs 0.6 of the first), as TCP shared the emulated wire's (docs/emulation.md): the unfairness comes
+    back with the links; a fair one comes back 0."""
+    nodes = {1: {"bandwidth": 2e7, "latency": 0.01}, 2: {"bandwidth": 5e6, "latency": 0.03}}
+    for unfairness in (0.4, 0.0):
+        network = {"latency": 0.002, "nodes": nodes, "unfairness": unfairness}
+        fit = fit_links([simulated(known(topology={"nodes": 3}, network=network))])
+        assert fit.unfairness == pytest.approx(unfairness, abs=1e-3)
+        np.testing.assert_allclose(fit.bandwidth[1:], [2e7, 5e6], rtol=1e-3)
+        np.testing.assert_allclose(fit.latency, [0.002, 0.01, 0.03], rtol=1e-3, atol=1e-6)
+
+
 def test_without_a_topology_one_link_each_is_recovered():
     fit = fit_links([simulated(known(network={"latency": 0.004, "bandwidth": 1e7}))])
     np.testing.assert_allclose([fit.latency[0], fit.bandwidth[0]], [0.004, 1e7], rtol=1e-3)

@@ -20,10 +20,17 @@ import numpy as np
 INF = float("inf")
 
 
-def rates(active: np.ndarray, node: np.ndarray, node_rate: np.ndarray, shared_rate: float) -> np.ndarray:
+def rates(active: np.ndarray, node: np.ndarray, node_rate: np.ndarray, shared_rate: float,
+          joined: np.ndarray | None = None, unfairness: float = 0.0) -> np.ndarray:  # fmt: skip
     """Each flow's rate, bytes per second (0 where not active): ``active`` (rows x flows) which flows are
     sending, ``node`` (flows) the node each crosses, ``node_rate`` (nodes) each node's link (inf: unshaped),
-    ``shared_rate`` the link every flow then crosses (inf: unshaped)."""
+    ``shared_rate`` the link every flow then crosses (inf: unshaped). With ``unfairness`` u > 0, a link's
+    flows share it in proportion to weights: 1 for the one that joined it first (``joined``, rows x flows: when
+    each flow reached its node's link; ties by column), 1 - u for each of the others. TCP shares a link so: the
+    flow already sending keeps more of it while the ones that join later split the rest about equally
+    (docs/emulation.md measured both)."""
+    if unfairness > 0:
+        return _weighted_rates(active, node, node_rate, shared_rate, joined, unfairness)
     count = np.zeros((active.shape[0], node_rate.size))
     for k in range(node_rate.size):  # (nodes are few: a loop over them beats a scatter over the flows)
         count[:, k] = active[:, node == k].sum(axis=1)
@@ -33,6 +40,34 @@ def rates(active: np.ndarray, node: np.ndarray, node_rate: np.ndarray, shared_ra
     level = _level(share, count, shared_rate)
     node_share = np.minimum(share, level[:, None])
     return np.where(active, node_share[:, node], 0.0)
+
+
+def _weighted_rates(active: np.ndarray, node: np.ndarray, node_rate: np.ndarray, shared_rate: float,
+                   joined: np.ndarray, unfairness: float) -> np.ndarray:  # fmt: skip
+    """``rates`` where a link's flows share it by weights of their order of joining (the first 1, the others
+    1 - u): on its node's link a flow gets the node's rate times its weight over its node's active weights, and
+    through the shared link at most ``level`` times its weight there (weighted water filling, the flows as its
+    units)."""
+    keep = 1.0 - unfairness
+    order = np.argsort(np.where(active, joined, INF), axis=1, kind="stable")
+    node_rank, shared_rank = np.zeros(active.shape), np.zeros(active.shape)
+    rows = np.arange(active.shape[0])[:, None]
+    sorted_active = np.take_along_axis(active, order, axis=1)
+    shared_rank[rows, order] = np.cumsum(sorted_active, axis=1) - sorted_active
+    for k in range(node_rate.size):
+        on_k = sorted_active & (node[order] == k)
+        node_rank[rows, order] = np.where(on_k, np.cumsum(on_k, axis=1) - on_k, node_rank[rows, order])
+    node_weight = np.where(active, np.where(node_rank == 0, 1.0, keep), 0.0)
+    shared_weight = np.where(active, np.where(shared_rank == 0, 1.0, keep), 0.0)
+    total = np.zeros((active.shape[0], node_rate.size))
+    for k in range(node_rate.size):
+        total[:, k] = node_weight[:, node == k].sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cap = np.where(active, node_rate[node] * node_weight / total[:, node], INF)  # (inf x weight: an unshaped one)
+        per_weight = np.where(active, cap / shared_weight, INF)
+    level = _level(per_weight, shared_weight, shared_rate)
+    with np.errstate(invalid="ignore"):  # (an inactive flow: no weight, inf per weight)
+        return np.where(active, shared_weight * np.minimum(per_weight, level[:, None]), 0.0)
 
 
 def _level(share: np.ndarray, count: np.ndarray, shared_rate: float) -> np.ndarray:
@@ -68,10 +103,10 @@ def sent(rate: np.ndarray, elapsed) -> np.ndarray:
 
 
 def finish_times(reach: np.ndarray, size: float, node: np.ndarray, node_rate: np.ndarray,
-                 shared_rate: float) -> np.ndarray:  # fmt: skip
+                 shared_rate: float, unfairness: float = 0.0) -> np.ndarray:  # fmt: skip
     """When each flow of ``size`` bytes ends, having reached its node's link at ``reach`` (rows x flows; inf:
-    never sent); a row's flows share the links, rows never do. A flow whose ``node`` is -1 crosses no link (a
-    worker on the master's own node): it ends as it reaches."""
+    never sent); a row's flows share the links (``rates``), rows never do. A flow whose ``node`` is -1 crosses
+    no link (a worker on the master's own node): it ends as it reaches."""
     reach = np.asarray(reach, dtype=float)
     finish = np.full(reach.shape, INF)
     local = node < 0
@@ -87,7 +122,7 @@ def finish_times(reach: np.ndarray, size: float, node: np.ndarray, node_rate: np
         joining = waiting & (reach <= now[:, None])
         active |= joining
         waiting &= ~joining
-        rate = rates(active, node, node_rate, shared_rate)
+        rate = rates(active, node, node_rate, shared_rate, reach, unfairness)
         end = ending(now, remaining, rate)
         soonest = end.min(axis=1)
         following = np.where(waiting, reach, INF).min(axis=1)

@@ -51,6 +51,9 @@ class Network(Config):
     dispatch: Distribution | None = None
     master: MasterLinks = MasterLinks()
     nodes: dict[Annotated[int, Field(ge=0)], NodeLinks] = {}  # a topology's node -> its own settings
+    # how unequally fairly shared links are shared: 0, equally (max-min); u, the flow that joined a link first
+    # weighs 1 and every later one 1 - u (TCP's sending flow keeps more: gcbench/models/fair_share.py)
+    unfairness: Annotated[float, Field(ge=0, lt=1)] = 0.0
 
     def arrivals(self, ready: np.ndarray, message_bytes: int, delay: float | None = None) -> np.ndarray:
         """Arrival times at the master of messages ready at ``ready`` (inf: never sent).

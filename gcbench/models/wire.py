@@ -31,7 +31,7 @@ class Wire:
     """``node``: each worker's node (-1: the master's, no link to cross); ``uplink``: each node's uplink, bytes
     per second (inf: unshaped); ``ingress``: the master's (inf: no limit); ``extra_latency``: each worker's
     latency beyond ``network.latency`` (its node's own latency, where it has one); ``downlink`` and ``egress``:
-    the same the other way, for the weights."""
+    the same the other way, for the weights; ``unfairness``: how unequally flows share a link (``rates``)."""
 
     node: np.ndarray
     uplink: np.ndarray
@@ -39,6 +39,7 @@ class Wire:
     extra_latency: np.ndarray
     downlink: np.ndarray
     egress: float
+    unfairness: float = 0.0
 
     @classmethod
     def of(cls, network: Network, topology: Topology | None, workers: int) -> Wire | None:
@@ -59,7 +60,7 @@ class Wire:
             extra = latency[placed]
         uplink = _rates(settings, "bandwidth", network.bandwidth)
         downlink = _rates(settings, "downlink", network.downlink)
-        return cls(node, uplink, _rate(ingress), extra, downlink, _rate(egress))
+        return cls(node, uplink, _rate(ingress), extra, downlink, _rate(egress), network.unfairness)
 
     @property
     def broadcasts(self) -> bool:
@@ -70,7 +71,7 @@ class Wire:
 
     def weights_arrivals(self, sent: np.ndarray, weights_bytes: float) -> np.ndarray:
         """When each worker's copy of the weights, sent at ``sent`` (rows x workers; inf: none sent), is in."""
-        return finish_times(sent, weights_bytes, self.node, self.downlink, self.egress)
+        return finish_times(sent, weights_bytes, self.node, self.downlink, self.egress, self.unfairness)
 
     def delays(self, delay: float) -> np.ndarray:
         """Each worker's seconds besides its transfer, given every message's ``delay`` at ``network.latency``."""
@@ -81,7 +82,7 @@ class Wire:
         worker's taking ``delay`` (at ``network.latency``: its node's latency is added) before its link; rows
         never share a link."""
         reach = np.asarray(ready, dtype=float) + self.delays(delay)
-        return finish_times(reach, message_bytes, self.node, self.uplink, self.ingress)
+        return finish_times(reach, message_bytes, self.node, self.uplink, self.ingress, self.unfairness)
 
 
 def _rate(rate: float | None) -> float:

@@ -65,6 +65,12 @@ def network_problems(scenario: ScenarioFields) -> list[str]:
             f"network.shared_link: a FIFO link that sends one message at a time, and {fair} shares the links "
             "fairly, as TCP does; drop shared_link and set network.master.ingress for the master's NIC"
         )
+    fair = topology is not None or network.master.ingress is not None or network.master.egress is not None
+    if network.unfairness > 0 and not (fair or network.downlink is not None):
+        problems.append(
+            "network.unfairness: weighs the flows of a link that messages share, and every worker here has a link "
+            "of its own; give a topology or network.master.ingress"
+        )
     return problems
 
 

@@ -109,10 +109,14 @@ class FairShareLink:
     each node's downlink) takes ``add(worker, value)`` and calls ``through(value)``."""
 
     def __init__(self, env: simpy.Environment, node: np.ndarray, node_rate: np.ndarray, shared_rate: float,
-                 size: float, through, idle=None, key=0) -> None:  # fmt: skip
+                 size: float, through, idle=None, key=0, unfairness: float = 0.0) -> None:  # fmt: skip
         self.env, self.node, self.node_rate, self.shared_rate = env, node, node_rate, shared_rate
         self.size, self.through, self.idle, self.key = float(size), through, idle, key
+        self.unfairness = unfairness
+        # the flows, in the order they joined (ties: by worker, as the vectorised engine's columns)
         self.values: list = []  # what each flow carries, handed to ``through`` as it is through
+        self.workers = np.zeros(0, dtype=int)
+        self.joined = np.zeros(0)
         self.nodes = np.zeros(0, dtype=int)
         self.remaining = np.zeros(0)
         self.rate = np.zeros(0)
@@ -123,12 +127,12 @@ class FairShareLink:
     def uploads(cls, env: simpy.Environment, wire: Wire, size: float, sent, idle=None, key=0) -> FairShareLink:
         """The workers' messages to the master; ``sent(result)`` takes each as it arrives."""
         return cls(env, wire.node, wire.uplink, wire.ingress, size, lambda value: sent(_result(value, env._now)),
-                   idle, key)  # fmt: skip
+                   idle, key, wire.unfairness)  # fmt: skip
 
     @classmethod
     def weights(cls, env: simpy.Environment, wire: Wire, size: float, through, idle=None, key=0) -> FairShareLink:
         """The master's copies of the weights to the workers."""
-        return cls(env, wire.node, wire.downlink, wire.egress, size, through, idle, key)
+        return cls(env, wire.node, wire.downlink, wire.egress, size, through, idle, key, wire.unfairness)
 
     def reach(self, event: Due) -> None:
         """A message reaches its node's link now (the callback of its event)."""
@@ -145,9 +149,12 @@ class FairShareLink:
                 self.idle(self)
             return
         self._advance(now)
-        self.values.append(value)
-        self.nodes = np.append(self.nodes, node)
-        self.remaining = np.append(self.remaining, self.size)
+        at = int(np.sum((self.joined < now) | (self.workers < worker)))  # (every flow joined by now)
+        self.values.insert(at, value)
+        self.workers, self.joined = np.insert(self.workers, at, worker), np.insert(self.joined, at, now)
+        self.nodes = np.insert(self.nodes, at, node)
+        self.remaining = np.insert(self.remaining, at, self.size)
+        self.rate = np.insert(self.rate, at, 0.0)
         self._schedule(now)
 
     def _advance(self, now: float) -> None:
@@ -158,7 +165,8 @@ class FairShareLink:
     def _schedule(self, now: float) -> None:
         """The rates from now on, and an event at the first end they give."""
         active = np.ones((1, len(self.values)), dtype=bool)
-        self.rate = rates(active, self.nodes, self.node_rate, self.shared_rate)[0]
+        order = np.arange(len(self.values), dtype=float)[None, :]  # (their order of joining: ``rates``' rank)
+        self.rate = rates(active, self.nodes, self.node_rate, self.shared_rate, order, self.unfairness)[0]
         end = ending(np.asarray(now), self.remaining, self.rate)
         self.due = float(end.min())
         self.ends = end <= self.due
@@ -174,6 +182,7 @@ class FairShareLink:
         ended = [self.values[i] for i in ends]
         self.values = [self.values[i] for i in kept]
         self.nodes, self.remaining = self.nodes[kept], self.remaining[kept]
+        self.workers, self.joined = self.workers[kept], self.joined[kept]
         if self.values:
             self._schedule(now)
         for value in ended:

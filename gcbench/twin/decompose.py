@@ -1,6 +1,9 @@
 """A real run's iterations decomposed into what the simulator models (docs/calibration.md, "Decompose"):
 
-- dispatch: a job's iteration start -> its ``compute_start`` (jobs sent as their iteration started);
+- dispatch: a job's iteration start -> its ``compute_start`` (jobs sent as their iteration started), of the
+  iterations of a real run that began with none of the previous iteration's abandoned work still going (a job
+  still computing, a message still on the wire: TCP sends the bytes it was given, and the next jobs waited for
+  it, which the simulator's abandoned work, stopping at once, never does);
 - work: ``compute_end - compute_start - injected_delay``, the compute the worker measured, by the job's load;
   a job the master's stop cut short (it had not sent its message by then, nor slept any injected delay, which
   follows the compute) only says its work was at least that: it is right-censored there, never read as a
@@ -104,7 +107,9 @@ def _parts(rows: pd.DataFrame, iterations: pd.DataFrame, stale_work: str, cut_sh
     finished = started[sent.to_numpy()]
     upload = (finished["arrival"] - finished["compute_end"]).to_numpy()
     _count(unexplained, "messages that arrived before they were ready", upload < -TOLERANCE)
-    dispatch = (started["compute_start"] - started["start"]).to_numpy()
+    # a real master's next jobs wait for its last iteration's abandoned work to drain: not the dispatch's time
+    clean = ~_after_leftovers(started, rows) if cut_short else np.ones(len(started), dtype=bool)
+    dispatch = (started["compute_start"] - started["start"]).to_numpy()[clean]
     return Parts(
         dispatch=np.maximum(dispatch, 0.0),
         work=work,
@@ -128,6 +133,18 @@ def _queued(rows: pd.DataFrame) -> np.ndarray:
     previous = ordered.groupby(["variant", "point", "seed", "worker"])["compute_end"].shift(1)
     busy = (previous > ordered["start"] + TOLERANCE).reindex(rows.index)
     return busy.to_numpy(dtype=bool)
+
+
+def _after_leftovers(started: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
+    """Jobs of an iteration that began while the previous iteration's abandoned work was still going: a job still
+    computing, or a message still on its way (TCP sends the bytes it was given), past that iteration's end."""
+    late = rows["arrival"].isna() | (rows["arrival"] > rows["end"] + TOLERANCE)
+    left = rows[late & ~rows["failed"]].assign(until=lambda f: f["arrival"].fillna(f["compute_end"]))
+    keys = ["variant", "point", "seed"]
+    last = left.groupby([*keys, "iteration"])["until"].max().rename("until").reset_index()
+    last["iteration"] += 1  # (the iteration the leftovers ran into)
+    joined = started[[*keys, "iteration", "start"]].merge(last, on=[*keys, "iteration"], how="left")
+    return (joined["until"] > joined["start"] + TOLERANCE).to_numpy()
 
 
 def _between(iterations: pd.DataFrame) -> np.ndarray:

@@ -37,6 +37,7 @@ class LinkFit:
     bandwidth: np.ndarray
     sizes: list[int]
     messages: int
+    unfairness: float = 0.0  # how unequally a link's flows share it (fitted where messages shared a link)
 
 
 @dataclass
@@ -74,7 +75,7 @@ def links_section(fit: LinkFit, scenario) -> dict:
         for k in range(1, len(fit.bandwidth))
         if np.isfinite(fit.bandwidth[k])
     }
-    section = {"latency": float(fit.latency[MASTER_NODE]), "nodes": nodes}
+    section = {"latency": float(fit.latency[MASTER_NODE]), "nodes": nodes, "unfairness": fit.unfairness}
     if scenario.network.master.ingress is not None:
         section["master"] = {"ingress": scenario.network.master.ingress}
     return section
@@ -88,6 +89,8 @@ def describe_links(fit: LinkFit, scenario) -> str:
         f"node {k} latency {fit.latency[k] * 1e3:.3f} ms, {fit.bandwidth[k] / 1e6:.4g} MB/s"
         for k in range(1, len(fit.bandwidth)) if np.isfinite(fit.bandwidth[k])
     ]  # fmt: skip
+    if scenario.topology is not None:
+        each.append(f"unfairness {fit.unfairness:.2f} (0: a link's flows share it equally)")
     sizes = " and ".join(f"{size:,}" for size in fit.sizes)
     return f"links fitted to {fit.messages} messages of {sizes} bytes: {'; '.join(each)}."
 
@@ -111,6 +114,8 @@ def fit_links(runs: list[MeasuredRun], variants: list[str] | None = None) -> Lin
     ingress = scenario.network.master.ingress or INF
     crossing = [k for k in range(links) if (link_of == k).any()]
     local = bool((link_of < 0).any())
+    # messages share a link (a node's, or the ingress): the order they joined it in weighs (network.unfairness)
+    shared = topology is not None and bool(max((link_of == k).sum() for k in crossing) > 1 or ingress < INF)
 
     def unpack(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         latency, bandwidth = np.zeros(links), np.full(links, INF)
@@ -120,7 +125,8 @@ def fit_links(runs: list[MeasuredRun], variants: list[str] | None = None) -> Lin
 
     def residuals(values: np.ndarray) -> np.ndarray:
         latency, bandwidth = unpack(values)
-        master = values[-1] if local else 0.0
+        master = values[2 * len(crossing)] if local else 0.0
+        unfairness = values[-1] if shared else 0.0
         errors = []
         for group in groups:
             delay = np.where(link_of < 0, master, latency[np.maximum(link_of, 0)])
@@ -129,21 +135,23 @@ def fit_links(runs: list[MeasuredRun], variants: list[str] | None = None) -> Lin
                 node, rates = np.arange(n), np.full(n, bandwidth[0])
             else:
                 node, rates = link_of, bandwidth
-            replayed = finish_times(reach, group.size, node, rates, ingress)
+            replayed = finish_times(reach, group.size, node, rates, ingress, unfairness)
             seen = ~np.isnan(group.arrival)
             errors.append((replayed - group.arrival)[seen])
         return np.concatenate(errors)
 
-    start = _start(groups, link_of, crossing, local, shares=topology is not None)
-    bounds = ([0.0, np.log(1.0)] * len(crossing) + [0.0] * local, [10.0, np.log(1e12)] * len(crossing) + [10.0] * local)
+    start = np.append(_start(groups, link_of, crossing, local, shares=topology is not None), [0.0] * shared)
+    bounds = ([0.0, np.log(1.0)] * len(crossing) + [0.0] * local + [0.0] * shared,
+              [10.0, np.log(1e12)] * len(crossing) + [10.0] * local + [0.95] * shared)  # fmt: skip
     # plain least squares from the first guess, then a robust pass from there (a few outliers, a worker's hiccup,
     # weigh less); the robust loss alone, its gradient flat far from the fit, stalled short of it
     first = optimize.least_squares(residuals, start, bounds=bounds, x_scale="jac")
     fitted = optimize.least_squares(residuals, first.x, bounds=bounds, loss="soft_l1", f_scale=1e-3, x_scale="jac")
     latency, bandwidth = unpack(fitted.x)
     if local:
-        latency[MASTER_NODE] = fitted.x[-1]
-    return LinkFit(latency, bandwidth, sizes, int(sum((~np.isnan(g.arrival)).sum() for g in groups)))
+        latency[MASTER_NODE] = fitted.x[2 * len(crossing)]
+    unfairness = float(fitted.x[-1]) if shared else 0.0
+    return LinkFit(latency, bandwidth, sizes, int(sum((~np.isnan(g.arrival)).sum() for g in groups)), unfairness)
 
 
 def _groups(run: MeasuredRun, variants: list[str] | None) -> list[_Group]:
