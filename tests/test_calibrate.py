@@ -534,3 +534,24 @@ def test_the_dispatch_leaves_out_iterations_begun_behind_abandoned_work_still_go
     assert real.dispatch == pytest.approx(np.full(20, 0.01))  # 10 iterations x 2 jobs
     simulated = decompose(measured_run(Path("sim"), scenario, *tables, "simulated", cut_short=False))
     assert sorted(simulated.dispatch) == pytest.approx([0.01] * 20 + [0.2] * 20)
+
+
+def test_a_job_whose_message_was_late_on_the_wire_computed_all_of_it():
+    """On a slow wire an abandoned job may have ended its compute long before the stop, its message still on the
+    link: its work is whole, not cut short (censored); a job still computing at the stop is."""
+    scenario = known(iterations=20, workers=2, variants=[{"label": "uncoded", "scheme": "uncoded",
+                                                           "policy": {"name": "wait_all"}}])  # fmt: skip
+    iterations, workers = [], []
+    for i in range(20):
+        start, end = i * 1.0, i * 1.0 + 0.5
+        iterations.append({"variant": "uncoded", "seed": 0, "point": 0, "iteration": i, "start": start, "end": end,
+                           "duration": 0.5, "policy": "wait_all", "scheme": "uncoded", "s": 0})  # fmt: skip
+        for worker, compute_end, arrival in ((0, 0.2, 0.5), (1, 0.3 if i % 2 else 0.6, 0.9)):
+            workers.append({"variant": "uncoded", "seed": 0, "point": 0, "iteration": i, "worker": worker,
+                            "partitions": 1, "compute_start": start + 0.01, "compute_end": start + compute_end,
+                            "injected_delay": 0.0, "arrival": start + arrival, "used": worker == 0,
+                            "straggling": False, "failed": False})  # fmt: skip
+    parts = decompose(measured_run(Path("real"), scenario, *map(pd.DataFrame, (iterations, workers)), "torch"))
+    # worker 1's late messages: computed by 0.3 (odd iterations, whole) or still computing at 0.5 (even, censored)
+    assert parts.censored.sum() == 10
+    assert sorted(parts.work[parts.censored]) == pytest.approx([0.59] * 10)

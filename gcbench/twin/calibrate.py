@@ -118,22 +118,27 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None, cores:
 def matched_to_means(scenario: Scenario, runs: list[MeasuredRun], variants: list[str] | None) -> tuple[Scenario, str]:
     """The scenario with its compute (the fixed and the per-partition part alike) times one factor, found so that,
     simulated paired with the calibrating variants (their seeds, iterations and injected draws), their total
-    iteration time is the measured one; and a sentence saying the factor and the error before and after.
+    compute phase (an iteration's start to the compute end of the last job it used) is the measured one; and a
+    sentence saying the factor and the error before and after.
 
     The parts are fitted job by job; how they combine in an iteration (jobs sharing cores, the order statistic a
     policy waits for) leaves a residual in the iteration time that no part shows. The factor is that residual,
-    reported in the scenario's header and calibrate's output, not silently absorbed. It is found in
-    ``MATCH_STEPS`` steps: the first as if the whole iteration were compute, then secants (the iteration time is
+    reported in the scenario's header and calibrate's output, not silently absorbed. It is matched on the compute
+    phase, not the whole iteration: on a slow wire the compute is a small part of the iteration, and a residual of
+    the wire's (1% of the iteration) would move the compute by far more; and on the iterations of a real run that
+    began clear of the previous one's abandoned work, which the simulator's abandoned jobs never leave. It is
+    found in ``MATCH_STEPS`` steps: the first as if the whole phase were compute, then secants (the phase is
     nearly linear in the factor)."""
-    from gcbench.twin.evaluate import paired
+    from gcbench.twin.evaluate import compute_phases, paired
 
     def totals(candidate: Scenario) -> tuple[float, float]:
         measured = simulated = 0.0
         for run in runs:
             labels = [label for label in run.variants if variants is None or label in variants]
-            for label, times in paired(candidate, run, labels).items():
-                measured += float(run.iterations.loc[run.iterations["variant"] == label, "duration"].sum())
-                simulated += float(times.sum())
+            for label, times in paired(candidate, run, labels, phase=True).items():
+                phases, clear = compute_phases(run, label)
+                measured += float(phases[clear].sum())
+                simulated += float(times[clear].sum())
         return measured, simulated
 
     measured, simulated = totals(scenario)
@@ -153,9 +158,10 @@ def matched_to_means(scenario: Scenario, runs: list[MeasuredRun], variants: list
     parts = "compute.per_partition and compute.fixed" if scenario.compute.fixed else "compute.per_partition"
     return matched, (
         f"The written {parts} are the fit scaled by {factor:.4f}: fitted job by job, the parts leave a residual in "
-        f"how they combine in an iteration, so the scale makes the calibrating variants' simulated total time "
-        f"(their runs' own seeds and stragglers) match the measured total; it differs by {after:+.1%} after the "
-        f"scaling and by {before:+.1%} before it (the fitted parts' table shows the fit before scaling)."
+        f"how they combine in an iteration, so the scale makes the calibrating variants' simulated compute phase "
+        f"(an iteration's start to the compute end of the last job it used; their runs' own seeds and stragglers) "
+        f"match the measured one in total; it differs by {after:+.1%} after the scaling and by {before:+.1%} before "
+        f"it (the fitted parts' table shows the fit before scaling)."
     )
 
 

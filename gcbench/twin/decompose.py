@@ -5,9 +5,10 @@
   still computing, a message still on the wire: TCP sends the bytes it was given, and the next jobs waited for
   it, which the simulator's abandoned work, stopping at once, never does);
 - work: ``compute_end - compute_start - injected_delay``, the compute the worker measured, by the job's load;
-  a job the master's stop cut short (it had not sent its message by then, nor slept any injected delay, which
-  follows the compute) only says its work was at least that: it is right-censored there, never read as a
-  finished job's time (the simulator's tables give such a job its whole time: nothing is censored there);
+  a job the master's stop cut short (still computing at the stop: it had neither sent its message by then nor
+  ended its compute, nor slept any injected delay, which follows the compute) only says its work was at least
+  that: it is right-censored there, never read as a finished job's time (the simulator's tables give such a job
+  its whole time: nothing is censored there);
 - upload: ``compute_end -> arrival`` of the jobs whose message reached the master;
 - between: one iteration's ``end`` -> the next one's ``start``, the master's own time.
 
@@ -100,15 +101,17 @@ def _parts(rows: pd.DataFrame, iterations: pd.DataFrame, stale_work: str, cut_sh
     _count(unexplained, "jobs whose injected delay exceeds their measured time", negative)
     started, work = started[~negative], work[~negative]
     sent = started["arrival"].notna() & (started["arrival"] <= started["end"] + TOLERANCE)
-    # a job that had not sent its message by the stop was cut short there (abandon) or finished later: either way
-    # the part of its time before it stopped is all that is certain
-    # (one that slept any injected delay had finished computing: the sleep comes after the compute)
-    censored = (~sent & ~started["used"] & (started["injected_delay"] <= 0)).to_numpy() & cut_short
+    # a job still computing at the stop was cut short there (abandon) or finished later: either way the part of
+    # its time before it stopped is all that is certain. One whose compute ended before the stop computed all of
+    # it, its message late on the wire or not (one that slept any injected delay had finished computing too: the
+    # sleep comes after the compute)
+    computed = started["compute_end"] < started["end"] - TOLERANCE
+    censored = (~sent & ~computed & ~started["used"] & (started["injected_delay"] <= 0)).to_numpy() & cut_short
     finished = started[sent.to_numpy()]
     upload = (finished["arrival"] - finished["compute_end"]).to_numpy()
     _count(unexplained, "messages that arrived before they were ready", upload < -TOLERANCE)
     # a real master's next jobs wait for its last iteration's abandoned work to drain: not the dispatch's time
-    clean = ~_after_leftovers(started, rows) if cut_short else np.ones(len(started), dtype=bool)
+    clean = ~after_leftovers(started, rows) if cut_short else np.ones(len(started), dtype=bool)
     dispatch = (started["compute_start"] - started["start"]).to_numpy()[clean]
     return Parts(
         dispatch=np.maximum(dispatch, 0.0),
@@ -135,7 +138,7 @@ def _queued(rows: pd.DataFrame) -> np.ndarray:
     return busy.to_numpy(dtype=bool)
 
 
-def _after_leftovers(started: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
+def after_leftovers(started: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
     """Jobs of an iteration that began while the previous iteration's abandoned work was still going: a job still
     computing, or a message still on its way (TCP sends the bytes it was given), past that iteration's end."""
     late = rows["arrival"].isna() | (rows["arrival"] > rows["end"] + TOLERANCE)

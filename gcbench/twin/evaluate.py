@@ -84,9 +84,11 @@ def compare(scenario: Scenario, run: MeasuredRun, iterations: int = SIMULATED_IT
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def paired(scenario: Scenario, run: MeasuredRun, labels: list[str] | None = None) -> dict[str, np.ndarray]:
+def paired(scenario: Scenario, run: MeasuredRun, labels: list[str] | None = None,
+           phase: bool = False) -> dict[str, np.ndarray]:  # fmt: skip
     """Per variant (``labels``, default every one the run's master ran): the scenario's iteration times simulated
-    with the run's seeds for the run's iterations, in the order of the run's rows of that variant grouped by seed."""
+    with the run's seeds for the run's iterations, in the order of the run's rows of that variant grouped by seed
+    (with ``phase``, each iteration's compute phase instead: ``compute_phases``)."""
     scenario = for_run(scenario, run, int(run.iterations["iteration"].max()) + 1)
     out = {}
     for label in run.variants if labels is None else labels:
@@ -94,9 +96,42 @@ def paired(scenario: Scenario, run: MeasuredRun, labels: list[str] | None = None
         simulated = []
         for seed, rows_of_seed in measured.groupby("seed", sort=True):
             rec = _simulated(scenario, label, int(seed))
-            simulated.append(rec.duration[rows_of_seed["iteration"].to_numpy()])
+            times = _compute_phase(rec.start, rec.compute_end, rec.used, rec.duration) if phase else rec.duration
+            simulated.append(times[rows_of_seed["iteration"].to_numpy()])
         out[label] = np.concatenate(simulated) if simulated else np.zeros(0)
     return out
+
+
+def compute_phases(run: MeasuredRun, label: str) -> tuple[np.ndarray, np.ndarray]:
+    """The measured compute phase of each of the variant's iterations, in ``paired``'s order: from the
+    iteration's start to the compute end of the last job whose message it used (its duration where it used none);
+    and whether the iteration began clear of the previous one's abandoned work (a real run's abandoned job still
+    computing, or its message still on the wire, slows the next iteration as no simulated one does)."""
+    from gcbench.twin.decompose import after_leftovers
+
+    rows = run.iterations[run.iterations["variant"] == label]
+    jobs = run.workers[run.workers["variant"] == label]
+    behind = after_leftovers(jobs, jobs) if run.cut_short else np.zeros(len(jobs), dtype=bool)
+    late = set(map(tuple, jobs.loc[behind, ["seed", "iteration"]].drop_duplicates().to_numpy().tolist()))
+    out, clear = [], []
+    for seed, rows_of_seed in rows.groupby("seed", sort=True):
+        clear.append(np.array([(seed, i) not in late for i in rows_of_seed["iteration"]], dtype=bool))
+        iterations = rows_of_seed["iteration"].to_numpy()
+        mine = jobs[jobs["seed"] == seed].assign(used=lambda f: f["used"].astype(float))
+        grids = {column: mine.pivot_table(index="iteration", columns="worker", values=column, aggfunc="max")
+                 .reindex(iterations).to_numpy(dtype=float) for column in ("compute_end", "used")}  # fmt: skip
+        used = np.nan_to_num(grids["used"], nan=0.0).astype(bool)
+        out.append(_compute_phase(rows_of_seed["start"].to_numpy(), grids["compute_end"], used,
+                                  rows_of_seed["duration"].to_numpy()))  # fmt: skip
+    if not out:
+        return np.zeros(0), np.zeros(0, dtype=bool)
+    return np.concatenate(out), np.concatenate(clear)
+
+
+def _compute_phase(start, compute_end, used, duration) -> np.ndarray:
+    """Per iteration, its start to the compute end of the last job it used (its duration where none was)."""
+    last = np.where(used, compute_end, -np.inf).max(axis=1)
+    return np.where(np.isfinite(last), last - start, duration)
 
 
 def _simulated(scenario: Scenario, label: str, seed: int):
