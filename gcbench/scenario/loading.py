@@ -154,6 +154,9 @@ def with_overrides(scenario: Scenario, path: Path, overrides: dict[str, Any]) ->
 
 def format_problem(error: dict[str, Any]) -> str:
     """'variants[2].s: Input should be ...' from one pydantic error, without union tags."""
+    if len(error["loc"]) >= 2 and error["loc"][-1] == "[key]":  # a mapping's key, not its value, is wrong
+        key, parent = error["loc"][-2], format_problem({**error, "loc": error["loc"][:-2], "type": "key"})
+        return parent.replace(": ", f": the key '{key}': ", 1)
     location, tags = "", []
     for part in error["loc"]:
         if isinstance(part, int):
