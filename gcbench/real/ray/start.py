@@ -6,6 +6,7 @@ starts it without importing torch.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,7 +45,8 @@ def start_ray(address: str | None) -> None:
         return
     try:
         if address:
-            ray.init(address=address, log_to_driver=False)
+            # (its INFO line "Connecting to existing Ray cluster at address ..." says what the command line did)
+            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
         else:
             with sessions_of_their_own():
                 ray.init(include_dashboard=False, log_to_driver=False, **local_ray_options())
