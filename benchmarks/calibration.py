@@ -53,6 +53,7 @@ def real_run(scenario: Path, backend: str, out: Path, variants: list[str], args)
                "--set", f"training.checkpoint_every={args.turn}"]  # fmt: skip
     command += ["--data-dir", str(args.data_dir)] if args.data_dir else ["--dataset", "synthetic"]
     command += ["--device", args.device] if args.device else []
+    command += ["--emulate"] if getattr(args, "emulate", False) else []
     print("+", " ".join(command), flush=True)
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return out
@@ -66,7 +67,10 @@ def flow(variant) -> str:
     return yaml.safe_dump(data, default_flow_style=True, width=10_000).strip()
 
 
-def accuracy(scenario: Path, backend: str, args) -> list[str]:
+def accuracy(scenario: Path, backend: str, args, calibrate_from=CALIBRATE_FROM, other_policies=True) -> list[str]:
+    """The legs of the twin's accuracy on one scenario: calibrated from ``calibrate_from``'s iterations, every other
+    variant predicted (with ``other_policies``, a fastest-k and a deadline variant added where the scenario has
+    none), and the targets held or missed."""
     from gcbench.scenario import load_scenario
     from gcbench.twin.calibrate import calibrate, scenario_yaml
     from gcbench.twin.evaluate import compare, ranking, replay
@@ -74,10 +78,11 @@ def accuracy(scenario: Path, backend: str, args) -> list[str]:
 
     out = args.out / f"{scenario.stem}-{backend}"
     variants = load_scenario(scenario)[0].scenario.variants
-    calibrating = [flow(v) for v in variants if v.display_label() in CALIBRATE_FROM]
-    held_out = [flow(v) for v in variants if v.display_label() not in CALIBRATE_FROM]
+    calibrating = [flow(v) for v in variants if v.display_label() in calibrate_from]
+    held_out = [flow(v) for v in variants if v.display_label() not in calibrate_from]
     policies = {v.policy.name for v in variants}
-    held_out += [FASTEST_K] * ("fastest_k" not in policies) + [DEADLINE] * ("deadline" not in policies)
+    if other_policies:
+        held_out += [FASTEST_K] * ("fastest_k" not in policies) + [DEADLINE] * ("deadline" not in policies)
     if args.separate_runs:  # the issue's design: a run of the calibrating variants, another of the held-out ones
         calib = real_run(scenario, backend, out / "calibrate", calibrating, args)
         predict = read_measured(real_run(scenario, backend, out / "predict", held_out, args))
@@ -86,8 +91,8 @@ def accuracy(scenario: Path, backend: str, args) -> list[str]:
     else:  # one run, every variant taking turns: the machine's drift between runs is shared by all of them
         both = read_measured(real_run(scenario, backend, out / "interleaved", calibrating + held_out, args))
         both = _without_first(both, args.drop_first)
-        calibration = calibrate([both], CALIBRATE_FROM, args.cores)
-        fitted_on, predict = _only(both, CALIBRATE_FROM), _only(both, None, CALIBRATE_FROM)
+        calibration = calibrate([both], calibrate_from, args.cores)
+        fitted_on, predict = _only(both, calibrate_from), _only(both, None, calibrate_from)
     (out / "calibrated.yaml").write_text(scenario_yaml(calibration))
     legs = {"replay": pd.concat([replay(fitted_on), replay(predict)]),
             "fitted": compare(calibration.scenario, fitted_on),
@@ -95,7 +100,7 @@ def accuracy(scenario: Path, backend: str, args) -> list[str]:
     how = "separate runs" if args.separate_runs else f"one run, variants taking turns of {args.turn} iterations"
     cores = calibration.scenario.compute.cores
     shared = f"the workers sharing {cores} cores" if cores else "no contention modelled"
-    lines = [f"== {scenario.name} on {backend}: calibrated from {', '.join(CALIBRATE_FROM)}; "
+    lines = [f"== {scenario.name} on {backend}: calibrated from {', '.join(calibrate_from)}; "
              f"{args.iterations} iterations x seeds {args.seeds} per variant; {how}; {shared}"]  # fmt: skip
     for name, table in legs.items():
         lines.append(f"-- {name}")

@@ -1,31 +1,43 @@
-"""The emulated cluster's numbers: how faithfully its links carry the rate set, and how uploads share one.
+"""The emulated cluster's numbers, the parts numbered as issue 33's proof numbers them.
 
 Part 1, link fidelity: a 25 MB message sent between two emulated nodes over TCP, its measured rate of message bytes
 against the rate set, at 20 Mb/s, 100 Mb/s and 1 Gb/s each way (target: within 5%), and the rate of an unshaped
-link, the most this machine carries.
+link, the most this machine carries. Each rate is the median of ``--repeats`` transfers on a new pair of nodes; the
+time runs from the first byte sent to the receiver's count of them coming back (one round trip more than the
+transfer, under a millisecond here).
 
-Part 2, how uploads share a link: 4 senders start together, each sending 2.5 MB to a receiver on node 0, through
-one 100 Mb/s link (the receiver's downlink, as a master's ingress; or one node's uplink, its 4 workers'). When each
-message is complete, against the two models of a shared link: first in, first out (the k-th at k x 0.2 s) and
-fair sharing (all at 0.8 s).
+Part 2, compression for real: uncoded, FR s=1 and CR s=1, each under none, fp16, QSGD and top-k 1%, on CIFAR-10
+with the small CNN, 4 workers on 2 nodes beside the master's, every node's uplink at 1 Gb/s, 100 Mb/s and 20 Mb/s,
+the variants taking turns: mean iteration time with its 95% interval over 3 seeds, the final test accuracy, and
+each seed's seconds to ``--target`` test accuracy; a figure of the means (``OUT/emulated-compression.png``).
 
-Part 3, CCE for real: CR s=1 against CCE-CR s=1 m=2 (half the bytes a message) on CIFAR-10 with the small CNN,
-4 workers on 2 nodes and the master alone on a third, whose ingress (20 Mb/s) every upload shares: mean iteration
-time with its 95% interval over 3 seeds, and the median upload (needs ``--data-dir``, CIFAR-10 as image folders or
-their .tar.gz).
+Part 3, CCE for real: CR s=1 against CCE-CR s=1 m=2 (half the bytes a message), 4 workers on 2 nodes and the
+master alone on a third, whose ingress (20 Mb/s) every upload shares: mean iteration time with its 95% interval over
+3 seeds, and the median upload.
+
+Part 4, the twin on a wire: one run of ten variants taking turns at 20 Mb/s a node (as part 2's); `gcbench
+calibrate` fits the cluster, links included, to uncoded's and FR's iterations, uncompressed and fp16, and the
+calibrated scenario predicts QSGD, top-k, CR and CCE-CR, simulated with the run's seeds and iterations (the legs of
+benchmarks/calibration.py); then `gcbench plot` draws the prediction against the run (figures in OUT).
+
+Part 5, a multi-node sweep: `gcbench simulate --ray --emulate 3` of scenarios/stragglers.yaml against a local
+simulation of it, their tables compared byte for byte.
 
 Part 6, overhead: the emulated cluster's start and teardown (2 and 4 nodes; and Ray across them), and a real run's
 time per iteration and the master's time between iterations on 2 nodes linked at 1 Gb/s against the same run on
 this machine's loopback (torch backend, 4 workers, synthetic data, runs alternating).
 
-Part 7, compression for real: uncoded and FR s=1, each under none, fp16, QSGD and top-k 1%, on CIFAR-10 with the
-small CNN, 4 workers on 2 nodes beside the master's, every node's uplink at 1 Gb/s and then at 20 Mb/s: mean
-iteration time with its 95% interval over 3 seeds (needs ``--data-dir``).
+Part 7, how uploads share a link: 4 senders start together, each sending 2.5 MB to a receiver on node 0, through
+one 100 Mb/s link (the receiver's downlink, as a master's ingress; or one node's uplink, its 4 workers'). When each
+message is complete, against the two models of a shared link: first in, first out (the k-th at k x 0.2 s) and
+fair sharing (all at 0.8 s).
 
-    python benchmarks/emulated_cluster.py [--repeats 3] [--size 25000000] [--part 1|2|3|6|7] [--data-dir PATH]
+Parts 2-4 train on CIFAR-10 (``--data-dir``: image folders, or their .tar.gz) with the torch backend; their runs stay
+in ``--out`` (``--reuse`` reads them again).
 
-Each rate is the median of ``--repeats`` transfers on a new pair of nodes; the time runs from the first byte sent
-to the receiver's count of them coming back (one round trip more than the transfer, under a millisecond here).
+    python benchmarks/emulated_cluster.py [--part 1..7] [--data-dir PATH] [--out DIR] [--repeats 3]
+        [--size 25000000] [--iterations 60] [--short-iterations 20] [--target 0.25] [--twin-iterations 60]
+        [--turn 10] [--reuse]
 """
 
 from __future__ import annotations
@@ -36,6 +48,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -173,7 +186,6 @@ def run_times(folder, emulated: bool, repeat: int) -> tuple[float, float]:
 
 def overhead(repeats: int) -> None:
     import tempfile
-    from pathlib import Path
 
     print(f"the emulated cluster's start and teardown, seconds, median of {repeats}")
     for nodes in (2, 4):
@@ -210,6 +222,13 @@ training: {{dataset: cifar10, data_dir: {data}, batch_size: 128, eval_every: 100
 """
 
 
+COMPRESSORS = {  # the costs per entry docs/compression.md measured (benchmarks/compression.py), as a user gives them
+    "none": "{name: none}",
+    "fp16": "{name: fp16, compress_cost: 2.3e-9, decompress_cost: 1.1e-9}",
+    "qsgd": "{name: qsgd, compress_cost: 3.1e-8, decompress_cost: 1.0e-9}",
+    "topk": "{name: topk, compress_cost: 2.0e-9, decompress_cost: 1.0e-10}",
+}
+SCHEMES = {"uncoded": "scheme: uncoded, policy: wait_all", "FR": "scheme: fr, s: 1", "CR": "scheme: cr, s: 1"}
 COMPRESSION_SCENARIO = """\
 name: compression-wire
 workers: 4
@@ -219,59 +238,125 @@ compute: {{per_partition: {{distribution: exponential, rate: 20}}}}
 network: {{bandwidth: {rate}}}
 topology: {{nodes: 3, placement: {{0: [], 1: [0, 1], 2: [2, 3]}}}}
 variants:
-  - {{label: uncoded none, scheme: uncoded, policy: wait_all}}
-  - {{label: uncoded fp16, scheme: uncoded, policy: wait_all, compression: {{name: fp16}}}}
-  - {{label: uncoded qsgd, scheme: uncoded, policy: wait_all, compression: {{name: qsgd}}}}
-  - {{label: uncoded topk, scheme: uncoded, policy: wait_all, compression: {{name: topk}}}}
-  - {{label: FR none, scheme: fr, s: 1}}
-  - {{label: FR fp16, scheme: fr, s: 1, compression: {{name: fp16}}}}
-  - {{label: FR qsgd, scheme: fr, s: 1, compression: {{name: qsgd}}}}
-  - {{label: FR topk, scheme: fr, s: 1, compression: {{name: topk}}}}
-training: {{dataset: cifar10, data_dir: {data}, batch_size: 128, eval_every: 1000, device: cpu}}
+{variants}
+training: {{dataset: cifar10, data_dir: {data}, batch_size: 128, eval_every: {eval_every}, checkpoint_every: 10,
+           device: cpu}}
 """
+COMPRESSION_RATES = {"1 Gb/s": 1000 * MBIT, "100 Mb/s": 100 * MBIT, "20 Mb/s": 20 * MBIT}
 
 
-def emulated_run(text: str):
-    """The iterations and workers tables of a torch run of this scenario on its emulated cluster."""
-    import tempfile
-    from pathlib import Path
+def compression_variants() -> str:
+    """Every scheme of SCHEMES under every compressor of COMPRESSORS, as the scenario's YAML list."""
+    return "\n".join(f"  - {{label: {scheme} {name}, {spec}, compression: {compressor}}}"
+                     for scheme, spec in SCHEMES.items() for name, compressor in COMPRESSORS.items())  # fmt: skip
 
+
+def emulated_run(text: str, out, reuse: bool = False):
+    """The iterations and workers tables of a torch run of this scenario on its emulated cluster, written to ``out``
+    (with ``reuse``, a finished run already there is read instead)."""
     import pandas as pd
 
-    with tempfile.TemporaryDirectory() as name:
-        folder = Path(name)
-        (folder / "s.yaml").write_text(text)
-        command = [sys.executable, "-m", "gcbench", "run", str(folder / "s.yaml"), "--backend", "torch", "--emulate",
-                   "--out", str(folder / "out")]  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    if not (reuse and (out / "run" / "iterations.parquet").is_file()):
+        (out / "scenario.yaml").write_text(text)
+        command = [sys.executable, "-m", "gcbench", "run", str(out / "scenario.yaml"), "--backend", "torch",
+                   "--emulate", "--force", "--out", str(out / "run")]  # fmt: skip
+        print("+", " ".join(command), flush=True)
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-        return pd.read_parquet(folder / "out" / "iterations.parquet"), pd.read_parquet(
-            folder / "out" / "workers.parquet"
-        )
+    return pd.read_parquet(out / "run" / "iterations.parquet"), pd.read_parquet(out / "run" / "workers.parquet")
 
 
-def compression_for_real(data_dir: str, iterations: int = 20) -> None:
-    from pathlib import Path
+def compression_for_real(data_dir: str, out, iterations: int, short: int, target: float, reuse: bool) -> None:
+    """Part 2: every scheme under every compressor at each rate of COMPRESSION_RATES: the mean iteration, and the
+    seconds to the target test accuracy. The fastest rate's run trains ``iterations`` a seed, evaluated every
+    sixth of them; the slower rates' runs ``short`` iterations, evaluated at their end. A wire changes when each
+    iteration ends, and nearly never what it computes (the decodes are exact, the compressors keyed by seed and
+    iteration), but where the master decodes from any messages, which ones it used changes the decoded gradient
+    by rounding, or, under a lossy compressor, by the compressors' errors, which differ by worker. So each slower
+    run's losses are compared with the fastest run's, variant by variant: where they agree, the variant reaches
+    the target at the same iteration on every wire, and its seconds to it there are that many iterations of the
+    wire's measured mean."""
+    import pandas as pd
 
     from gcbench.results.summary import mean_confidence_interval
 
     data = Path(data_dir).resolve()
-    print(f"compression for real: 4 workers on 2 nodes, CIFAR-10 small CNN, 3 seeds x {iterations} iterations; mean "
-          "iteration (s) [95% interval]")  # fmt: skip
-    for name, rate in (("1 Gb/s", 1000 * MBIT), ("20 Mb/s", 20 * MBIT)):
-        table, _ = emulated_run(COMPRESSION_SCENARIO.format(iterations=iterations, rate=rate, data=data))
+    tables = {}
+    for index, (name, rate) in enumerate(COMPRESSION_RATES.items()):
+        count = iterations if index == 0 else short
+        eval_every = max(1, count // 6) if index == 0 else count
+        text = COMPRESSION_SCENARIO.format(iterations=count, rate=rate, data=data, eval_every=eval_every,
+                                           variants=compression_variants())  # fmt: skip
+        tables[name], _ = emulated_run(text, Path(out) / f"compression-{name.replace(' ', '').replace('/', '')}", reuse)
+    fastest, first = next(iter(tables.items()))
+    keys = ["variant", "seed", "iteration"]
+    reached = {}  # (variant, seed) -> the first evaluated iteration at the target, and its measured seconds
+    for (label, seed), runs in first.groupby(["variant", "seed"]):
+        at = runs[runs["accuracy"] >= target].sort_values("iteration")
+        reached[label, seed] = (int(at["iteration"].iloc[0]) + 1, float(at["end"].iloc[0])) if len(at) else None
+    print(f"compression for real: 4 workers on 2 nodes, CIFAR-10 small CNN, 3 seeds; mean iteration (s) [95% "
+          f"interval]; seconds to {target:.0%} test accuracy, mean of the seeds that reached it in {iterations} "
+          f"iterations at {fastest} (measured there, evaluated every {max(1, iterations // 6)} iterations; derived "
+          f"at the slower rates: those iterations x the rate's mean iteration)")  # fmt: skip
+    rows = []
+    for name, table in tables.items():
+        same = table.merge(first, on=keys, suffixes=("", "_first"))
+        same["differs"] = (same["loss"] - same["loss_first"]).abs() / same["loss_first"].abs()
+        differs = same.groupby("variant")["differs"].max()
+        print(f"{name}: {table['iteration'].max() + 1} iterations a seed")
         for label, frame in table.groupby("variant", sort=False):
-            low, high = mean_confidence_interval(frame)
-            print(f"{name:>8} {label:>13}: {frame['duration'].mean():.3f} [{low:.3f}, {high:.3f}]")
+            mean, (low, high) = frame["duration"].mean(), mean_confidence_interval(frame)
+            hits = [reached[label, seed] for seed in sorted(frame["seed"].unique()) if reached[label, seed]]
+            if name == fastest:
+                seconds, check = [end for _, end in hits], ""
+            else:  # (the losses' largest relative difference from the fastest run's, iteration by iteration)
+                seconds, check = [count * mean for count, _ in hits], f"  loss vs {fastest}: {differs[label]:.0e}"
+            when = f"{np.mean(seconds):.1f} s ({len(hits)} of 3 seeds)" if hits else "not reached"
+            print(f"{name:>8} {label:>12}: {mean:.3f} [{low:.3f}, {high:.3f}]  to {target:.0%}: {when}{check}",
+                  flush=True)  # fmt: skip
+            rows.append({"rate": name, "variant": label, "mean": mean, "low": low, "high": high})
+    compression_figure(pd.DataFrame(rows), Path(out) / "emulated-compression.png")
 
 
-def cce_for_real(data_dir: str, iterations: int = 30) -> None:
-    from pathlib import Path
+def compression_figure(table, out) -> None:
+    """Mean iteration against the link's rate, a panel per scheme, a line per compressor (95% intervals)."""
+    import matplotlib
 
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rates = list(COMPRESSION_RATES)
+    figure, axes = plt.subplots(1, len(SCHEMES), figsize=(9, 3), sharey=True, constrained_layout=True)
+    for ax, scheme in zip(axes, SCHEMES, strict=True):
+        for name in COMPRESSORS:
+            line = table[table["variant"] == f"{scheme} {name}"].set_index("rate").loc[rates]
+            x = [COMPRESSION_RATES[rate] * 8 / 1e6 for rate in rates]
+            ax.errorbar(x, line["mean"], yerr=[line["mean"] - line["low"], line["high"] - line["mean"]], marker="o",
+                        ms=3, capsize=2, label=name)  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xticks([20, 100, 1000], ["20", "100", "1000"])
+        ax.set_yticks([0.05, 0.1, 0.2, 0.5, 1.0], ["0.05", "0.1", "0.2", "0.5", "1"])
+        ax.set_ylim(0.05, 1.0)  # (an interval reaching below is drawn to the axis)
+        ax.minorticks_off()
+        ax.set_title(scheme if scheme == "uncoded" else f"{scheme} s=1")
+        ax.set_xlabel("each node's uplink (Mb/s)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("mean iteration (s)")
+    axes[-1].legend(title="compression", fontsize=7)
+    figure.savefig(out, dpi=150)
+    figure.savefig(Path(out).with_suffix(".pdf"))
+    print(f"figure: {out}")
+
+
+def cce_for_real(data_dir: str, out, reuse: bool, iterations: int = 30) -> None:
+    """Part 3: CR against CCE-CR through the master's shared 20 Mb/s ingress."""
     from gcbench.results.summary import mean_confidence_interval
 
-    iterations_table, workers = emulated_run(CCE_SCENARIO.format(iterations=iterations, data=Path(data_dir).resolve()))
+    text = CCE_SCENARIO.format(iterations=iterations, data=Path(data_dir).resolve())
+    iterations_table, workers = emulated_run(text, Path(out) / "cce", reuse)
     print(f"CCE for real: 4 workers on 2 nodes, the master's ingress 20 Mb/s shared by every upload, CIFAR-10 small "
           f"CNN, 3 seeds x {iterations} iterations")  # fmt: skip
     for label, frame in iterations_table.groupby("variant", sort=False):
@@ -281,27 +366,112 @@ def cce_for_real(data_dir: str, iterations: int = 30) -> None:
         print(f"{label:>16}: mean iteration {mean:.3f} s [{low:.3f}, {high:.3f}], median upload {upload:.3f} s")
 
 
+SWEEP_SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "stragglers.yaml"
+
+
+def multi_node_sweep(out, nodes: int = 3, iterations: int = 30) -> None:
+    """Part 5: `gcbench simulate --ray --emulate NODES` against a local simulation of the same scenario: the tables
+    compared byte for byte."""
+    import filecmp
+
+    runs = {}
+    for name, extra in (("local", []), ("emulated", ["--ray", "--emulate", str(nodes)])):
+        runs[name] = Path(out) / f"sweep-{name}"
+        command = [sys.executable, "-m", "gcbench", "simulate", str(SWEEP_SCENARIO), "--iterations", str(iterations),
+                   "--seeds", "0", "--force", "--out", str(runs[name]), *extra]  # fmt: skip
+        print("+", " ".join(command), flush=True)
+        started = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        print(f"  {time.perf_counter() - started:.1f} s")
+    for table in ("iterations.parquet", "workers.parquet"):
+        same = filecmp.cmp(runs["local"] / table, runs["emulated"] / table, shallow=False)
+        print(
+            f"multi-node sweep, {SWEEP_SCENARIO.name} across {nodes} emulated Ray nodes: {table} "
+            f"{'identical to the local run, byte for byte' if same else 'DIFFERS from the local run'}"
+        )
+
+
+TWIN_SCENARIO = """\
+name: twin-wire
+workers: 4
+iterations: 40
+seeds: [0, 1, 2]
+compute: {{per_partition: {{distribution: exponential, rate: 20}}}}
+network: {{bandwidth: 2500000}}
+topology: {{nodes: 3, placement: {{0: [], 1: [0, 1], 2: [2, 3]}}}}
+variants:
+  - {{label: uncoded none, scheme: uncoded, policy: wait_all}}
+  - {{label: uncoded fp16, scheme: uncoded, policy: wait_all, compression: {fp16}}}
+  - {{label: FR none, scheme: fr, s: 1}}
+  - {{label: FR fp16, scheme: fr, s: 1, compression: {fp16}}}
+  - {{label: uncoded qsgd, scheme: uncoded, policy: wait_all, compression: {qsgd}}}
+  - {{label: uncoded topk, scheme: uncoded, policy: wait_all, compression: {topk}}}
+  - {{label: FR qsgd, scheme: fr, s: 1, compression: {qsgd}}}
+  - {{label: FR topk, scheme: fr, s: 1, compression: {topk}}}
+  - {{label: CR none, scheme: cr, s: 1}}
+  - {{label: CCE-CR m=2, scheme: cce_cr, s: 1, m: 2}}
+training: {{dataset: cifar10, batch_size: 128, eval_every: 1000, device: cpu}}
+""".format(**COMPRESSORS)
+TWIN_CALIBRATES_FROM = ["uncoded none", "uncoded fp16", "FR none", "FR fp16"]
+
+
+def twin_on_a_wire(data_dir: str, out: str, iterations: int, turn: int, reuse: bool) -> None:
+    """Calibrate from uncoded's and FR's runs, uncompressed and fp16, on the emulated wire; predict the rest."""
+    from argparse import Namespace
+
+    from calibration import accuracy
+
+    folder = Path(out).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    scenario = folder / "twin-wire.yaml"
+    scenario.write_text(TWIN_SCENARIO)
+    args = Namespace(out=folder, iterations=iterations, seeds="0,1,2", turn=turn, data_dir=Path(data_dir).resolve(),
+                     device=None, emulate=True, reuse=reuse, separate_runs=False, drop_first=0, cores=None)  # fmt: skip
+    print("\n".join(accuracy(scenario, "torch", args, TWIN_CALIBRATES_FROM, other_policies=False)), flush=True)
+    run = folder / "twin-wire-torch"
+    paired = run / "twin-wire-paired-sim"  # the calibrated scenario simulated with the run's seeds and iterations
+    for command in (["simulate", str(run / "calibrated.yaml"), "--force", "--out", str(paired)],
+                    ["plot", str(paired), str(run / "interleaved"), "-o", str(folder)]):  # fmt: skip
+        subprocess.run([sys.executable, "-m", "gcbench", *command], check=True, stdout=subprocess.DEVNULL)
+    print(f"figures: {folder}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--size", type=int, default=25_000_000)
-    parser.add_argument("--part", type=int, choices=(1, 2, 3, 6, 7))
-    parser.add_argument("--data-dir", help="CIFAR-10 (image folders, or their .tar.gz) for part 3")
+    parser.add_argument("--part", type=int, choices=range(1, 8))
+    parser.add_argument("--data-dir", help="CIFAR-10 (image folders, or their .tar.gz) for parts 2-4")
+    parser.add_argument("--out", default="results/emulated-cluster", help="the runs of parts 2-5 and part 2's figure")
+    parser.add_argument("--iterations", type=int, default=60, help="part 2's iterations a seed at 1 Gb/s")
+    parser.add_argument("--short-iterations", type=int, default=20, help="part 2's iterations a seed, slower rates")
+    parser.add_argument("--target", type=float, default=0.25, help="part 2's target test accuracy")
+    parser.add_argument("--twin-iterations", type=int, default=60, help="part 4's iterations a seed")
+    parser.add_argument("--turn", type=int, default=10, help="part 4's iterations of a variant's turn")
+    parser.add_argument("--reuse", action="store_true", help="parts 2-4: read the runs already in --out again")
     options = parser.parse_args()
     require_namespaces()
-    if options.part in (None, 1):
+    wanted = lambda part: options.part in (None, part)  # noqa: E731
+    if wanted(1):
         link_fidelity(options.repeats, options.size)
-    if options.part in (None, 2):
-        link_sharing(options.repeats)
-    if options.part in (None, 3):
-        if options.data_dir is None:
-            print("part 3 (CCE for real) needs --data-dir: skipped")
-        else:
-            cce_for_real(options.data_dir)
-    if options.part in (None, 6):
+    for part, what in ((2, "compression for real"), (3, "CCE for real"), (4, "the twin on a wire")):
+        if wanted(part) and options.data_dir is None:
+            print(f"part {part} ({what}) needs --data-dir: skipped")
+    if wanted(2) and options.data_dir is not None:
+        compression_for_real(options.data_dir, options.out, options.iterations, options.short_iterations,
+                             options.target, options.reuse)  # fmt: skip
+    if wanted(3) and options.data_dir is not None:
+        cce_for_real(options.data_dir, options.out, options.reuse)
+    if wanted(4) and options.data_dir is not None:
+        twin_on_a_wire(options.data_dir, options.out, options.twin_iterations, options.turn, options.reuse)
+    if wanted(5):
+        multi_node_sweep(options.out)
+    if wanted(6):
         overhead(options.repeats)
-    if options.part in (None, 7) and options.data_dir is not None:
-        compression_for_real(options.data_dir)
+    if wanted(7):
+        link_sharing(options.repeats)
 
 
 if __name__ == "__main__":
