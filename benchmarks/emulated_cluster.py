@@ -9,7 +9,8 @@ transfer, under a millisecond here).
 Part 2, compression for real: uncoded, FR s=1 and CR s=1, each under none, fp16, QSGD and top-k 1%, on CIFAR-10
 with the small CNN, 4 workers on 2 nodes beside the master's, every node's uplink at 1 Gb/s, 100 Mb/s and 20 Mb/s,
 the variants taking turns: mean iteration time with its 95% interval over 3 seeds, the final test accuracy, and
-each seed's seconds to ``--target`` test accuracy; a figure of the means (``OUT/emulated-compression.png``).
+each seed's seconds to ``--target`` test accuracy; a figure of the means (``OUT/emulated_compression.png``,
+docs/emulated_compression.png).
 
 Part 3, CCE for real: CR s=1 against CCE-CR s=1 m=2 (half the bytes a message), 4 workers on 2 nodes and the
 master alone on a third, whose ingress (20 Mb/s) every upload shares: mean iteration time with its 95% interval over
@@ -317,7 +318,7 @@ def compression_for_real(data_dir: str, out, iterations: int, short: int, target
             print(f"{name:>8} {label:>12}: {mean:.3f} [{low:.3f}, {high:.3f}]  to {target:.0%}: {when}{check}",
                   flush=True)  # fmt: skip
             rows.append({"rate": name, "variant": label, "mean": mean, "low": low, "high": high})
-    compression_figure(pd.DataFrame(rows), Path(out) / "emulated-compression.png")
+    compression_figure(pd.DataFrame(rows), Path(out) / "emulated_compression.png")
 
 
 def compression_figure(table, out) -> None:
