@@ -112,7 +112,9 @@ def test_one_exit_is_one_failure_at_its_jobs_start_and_the_job_queued_behind_it_
         assert failure.at == pytest.approx(done.compute_end, abs=0.05)  # exited as the crashed job started
         # not before the downtime; later only when Ray's restart takes longer (it does on a loaded machine)
         assert failure.at + 1.5 - 0.05 <= restart.at < failure.at + 1.5 + 10
-        assert after.compute_start == pytest.approx(restart.at, abs=0.05)
+        # the queued job runs once its worker is back, not before; how soon after is the restarted actor's start, which
+        # a loaded machine delays (a fresh clone's CI at 8763a3a: 0.079 s after the restart)
+        assert restart.at - 0.05 <= after.compute_start < restart.at + 10
     finally:
         cluster.shutdown()
 
