@@ -15,7 +15,7 @@ The calibration time is reported against a reference measured in the same proces
 
     python benchmarks/calibration.py [--backend torch|ray|both] [--scenario scenarios/cifar10.yaml ...]
         [--iterations 150] [--seeds 0,1] [--data-dir ../shared/data/cifar10-jpeg.tar.gz] [--out DIR]
-        [--timing-only] [--cores N] [--reuse] [--device cuda] [--skip-timing] [--drop-first N]
+        [--timing-only] [--cores N] [--reuse] [--device cuda] [--skip-timing] [--drop-first N] [--emulate]
 
 ``--cores``: the cores the workers shared, whose contention calibration models where they are fewer than the
 workers (default: what each run recorded; runs before gcbench recorded it need it given); ``--reuse``
@@ -53,7 +53,7 @@ def real_run(scenario: Path, backend: str, out: Path, variants: list[str], args)
                "--set", f"training.checkpoint_every={args.turn}"]  # fmt: skip
     command += ["--data-dir", str(args.data_dir)] if args.data_dir else ["--dataset", "synthetic"]
     command += ["--device", args.device] if args.device else []
-    command += ["--emulate"] if getattr(args, "emulate", False) else []
+    command += ["--emulate"] if args.emulate else []
     print("+", " ".join(command), flush=True)
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return out
@@ -210,6 +210,7 @@ def main() -> None:
         default=0,
         help="leave out each variant's first N iterations (runs whose workers started cold)",
     )
+    parser.add_argument("--emulate", action="store_true", help="run on an emulated cluster of the scenario's topology")
     parser.add_argument("--skip-timing", action="store_true", help="leave out calibrate's time on 100,000 rows")
     args = parser.parse_args()
     if args.cores == 0:

@@ -1,4 +1,5 @@
-"""The emulated cluster's numbers, the parts numbered as issue 33's proof numbers them.
+"""The emulated cluster's numbers: how its links carry and share the rates set, what compression and CCE buy on
+them, how well the calibrated simulator predicts a run on them, and what the emulation costs.
 
 Part 1, link fidelity: a 25 MB message sent between two emulated nodes over TCP, its measured rate of message bytes
 against the rate set, at 20 Mb/s, 100 Mb/s and 1 Gb/s each way (target: within 5%), and the rate of an unshaped
@@ -208,19 +209,19 @@ def overhead(repeats: int) -> None:
         print(f"{label:>22}: {mean:.4f}  {between:.4f}")
 
 
-CCE_SCENARIO = """\
-name: cce-wire
-workers: 4
-iterations: {iterations}
-seeds: [0, 1, 2]
-compute: {{per_partition: {{distribution: exponential, rate: 20}}}}
-network: {{master: {{ingress: 2500000}}}}
-topology: {{nodes: 3, placement: {{0: [], 1: [0, 1], 2: [2, 3]}}}}
-variants:
-  - {{label: CR s=1, scheme: cr, s: 1}}
-  - {{label: CCE-CR s=1 m=2, scheme: cce_cr, s: 1, m: 2}}
-training: {{dataset: cifar10, data_dir: {data}, batch_size: 128, eval_every: 1000, device: cpu}}
-"""
+def wire_scenario(name: str, iterations: int, network: str, variants: list[str], training: str) -> str:
+    """A scenario of parts 2-4: 4 workers on 2 emulated nodes (2 each) beside the master's node 0, 3 seeds,
+    training CIFAR-10's small CNN (batch 128, on the CPU); ``network``, ``variants`` (YAML flow mappings) and
+    ``training``'s further fields (a flow mapping's inside) are the part's own."""
+    listed = "\n".join(f"  - {variant}" for variant in variants)
+    return (f"name: {name}\nworkers: 4\niterations: {iterations}\nseeds: [0, 1, 2]\n"
+            "compute: {per_partition: {distribution: exponential, rate: 20}}\n"
+            f"network: {network}\ntopology: {{nodes: 3, placement: {{0: [], 1: [0, 1], 2: [2, 3]}}}}\n"
+            f"variants:\n{listed}\n"
+            f"training: {{dataset: cifar10, batch_size: 128, device: cpu, {training}}}\n")  # fmt: skip
+
+
+CCE_VARIANTS = ["{label: CR s=1, scheme: cr, s: 1}", "{label: CCE-CR s=1 m=2, scheme: cce_cr, s: 1, m: 2}"]
 
 
 COMPRESSORS = {  # the costs per entry docs/compression.md measured (benchmarks/compression.py), as a user gives them
@@ -230,26 +231,13 @@ COMPRESSORS = {  # the costs per entry docs/compression.md measured (benchmarks/
     "topk": "{name: topk, compress_cost: 2.0e-9, decompress_cost: 1.0e-10}",
 }
 SCHEMES = {"uncoded": "scheme: uncoded, policy: wait_all", "FR": "scheme: fr, s: 1", "CR": "scheme: cr, s: 1"}
-COMPRESSION_SCENARIO = """\
-name: compression-wire
-workers: 4
-iterations: {iterations}
-seeds: [0, 1, 2]
-compute: {{per_partition: {{distribution: exponential, rate: 20}}}}
-network: {{bandwidth: {rate}}}
-topology: {{nodes: 3, placement: {{0: [], 1: [0, 1], 2: [2, 3]}}}}
-variants:
-{variants}
-training: {{dataset: cifar10, data_dir: {data}, batch_size: 128, eval_every: {eval_every}, checkpoint_every: 10,
-           device: cpu}}
-"""
 COMPRESSION_RATES = {"1 Gb/s": 1000 * MBIT, "100 Mb/s": 100 * MBIT, "20 Mb/s": 20 * MBIT}
 
 
-def compression_variants() -> str:
-    """Every scheme of SCHEMES under every compressor of COMPRESSORS, as the scenario's YAML list."""
-    return "\n".join(f"  - {{label: {scheme} {name}, {spec}, compression: {compressor}}}"
-                     for scheme, spec in SCHEMES.items() for name, compressor in COMPRESSORS.items())  # fmt: skip
+def compression_variants() -> list[str]:
+    """Every scheme of SCHEMES under every compressor of COMPRESSORS, as YAML flow mappings."""
+    return [f"{{label: {scheme} {name}, {spec}, compression: {compressor}}}"
+            for scheme, spec in SCHEMES.items() for name, compressor in COMPRESSORS.items()]  # fmt: skip
 
 
 def emulated_run(text: str, out, reuse: bool = False):
@@ -288,8 +276,8 @@ def compression_for_real(data_dir: str, out, iterations: int, short: int, target
     for index, (name, rate) in enumerate(COMPRESSION_RATES.items()):
         count = iterations if index == 0 else short
         eval_every = max(1, count // 6) if index == 0 else count
-        text = COMPRESSION_SCENARIO.format(iterations=count, rate=rate, data=data, eval_every=eval_every,
-                                           variants=compression_variants())  # fmt: skip
+        text = wire_scenario("compression-wire", count, f"{{bandwidth: {rate}}}", compression_variants(),
+                             f"data_dir: {data}, eval_every: {eval_every}, checkpoint_every: 10")  # fmt: skip
         tables[name], _ = emulated_run(text, Path(out) / f"compression-{name.replace(' ', '').replace('/', '')}", reuse)
     fastest, first = next(iter(tables.items()))
     keys = ["variant", "seed", "iteration"]
@@ -356,7 +344,8 @@ def cce_for_real(data_dir: str, out, reuse: bool, iterations: int = 30) -> None:
     """Part 3: CR against CCE-CR through the master's shared 20 Mb/s ingress."""
     from gcbench.results.summary import mean_confidence_interval
 
-    text = CCE_SCENARIO.format(iterations=iterations, data=Path(data_dir).resolve())
+    text = wire_scenario("cce-wire", iterations, "{master: {ingress: 2500000}}", CCE_VARIANTS,
+                         f"data_dir: {Path(data_dir).resolve()}, eval_every: 1000")  # fmt: skip
     iterations_table, workers = emulated_run(text, Path(out) / "cce", reuse)
     print(f"CCE for real: 4 workers on 2 nodes, the master's ingress 20 Mb/s shared by every upload, CIFAR-10 small "
           f"CNN, 3 seeds x {iterations} iterations")  # fmt: skip
@@ -394,27 +383,20 @@ def multi_node_sweep(out, nodes: int = 3, iterations: int = 30) -> None:
         )
 
 
-TWIN_SCENARIO = """\
-name: twin-wire
-workers: 4
-iterations: 40
-seeds: [0, 1, 2]
-compute: {{per_partition: {{distribution: exponential, rate: 20}}}}
-network: {{bandwidth: 2500000}}
-topology: {{nodes: 3, placement: {{0: [], 1: [0, 1], 2: [2, 3]}}}}
-variants:
-  - {{label: uncoded none, scheme: uncoded, policy: wait_all}}
-  - {{label: uncoded fp16, scheme: uncoded, policy: wait_all, compression: {fp16}}}
-  - {{label: FR none, scheme: fr, s: 1}}
-  - {{label: FR fp16, scheme: fr, s: 1, compression: {fp16}}}
-  - {{label: uncoded qsgd, scheme: uncoded, policy: wait_all, compression: {qsgd}}}
-  - {{label: uncoded topk, scheme: uncoded, policy: wait_all, compression: {topk}}}
-  - {{label: FR qsgd, scheme: fr, s: 1, compression: {qsgd}}}
-  - {{label: FR topk, scheme: fr, s: 1, compression: {topk}}}
-  - {{label: CR none, scheme: cr, s: 1}}
-  - {{label: CCE-CR m=2, scheme: cce_cr, s: 1, m: 2}}
-training: {{dataset: cifar10, batch_size: 128, eval_every: 1000, device: cpu}}
-""".format(**COMPRESSORS)
+TWIN_SCENARIO = wire_scenario(
+    "twin-wire", 40, "{bandwidth: 2500000}",
+    ["{label: uncoded none, scheme: uncoded, policy: wait_all}",
+     "{label: uncoded fp16, scheme: uncoded, policy: wait_all, compression: %(fp16)s}",
+     "{label: FR none, scheme: fr, s: 1}",
+     "{label: FR fp16, scheme: fr, s: 1, compression: %(fp16)s}",
+     "{label: uncoded qsgd, scheme: uncoded, policy: wait_all, compression: %(qsgd)s}",
+     "{label: uncoded topk, scheme: uncoded, policy: wait_all, compression: %(topk)s}",
+     "{label: FR qsgd, scheme: fr, s: 1, compression: %(qsgd)s}",
+     "{label: FR topk, scheme: fr, s: 1, compression: %(topk)s}",
+     "{label: CR none, scheme: cr, s: 1}",
+     "{label: CCE-CR m=2, scheme: cce_cr, s: 1, m: 2}"],
+    "eval_every: 1000",
+) % COMPRESSORS  # fmt: skip
 TWIN_CALIBRATES_FROM = ["uncoded none", "uncoded fp16", "FR none", "FR fp16"]
 
 

@@ -154,7 +154,6 @@ class FairShareLink:
         self.workers, self.joined = np.insert(self.workers, at, worker), np.insert(self.joined, at, now)
         self.nodes = np.insert(self.nodes, at, node)
         self.remaining = np.insert(self.remaining, at, self.size)
-        self.rate = np.insert(self.rate, at, 0.0)
         self._schedule(now)
 
     def _advance(self, now: float) -> None:
