@@ -140,3 +140,52 @@ def test_without_egress_or_downlinks_the_weights_take_no_time(engine):
                   network={"bandwidth": 1e7})  # fmt: skip
     rec = ENGINES[engine](sc, sc.variants[0], scheme_for(sc, sc.variants[0]), 0)
     assert (rec.compute_start == rec.start[:, None]).all()
+
+
+def test_a_message_abandoned_once_sent_crosses_the_link_beside_the_next_iteration_s():
+    """Two workers on node 1's uplink of rate r, b = 4 r c, the fastest one taken: worker 0 is ready at c, worker
+    1 (0.4 as fast) at 2.5c. Worker 0 has the link alone for 1.5c, then half of it for its last 2.5c worth: to
+    7.5c. Dropped, worker 1's message leaves the link then, and every iteration lasts 7.5c. Finishing (TCP sends
+    what it was given), it has 1.5c worth left at 7.5c: alone until worker 0's next is ready at 8.5c, then
+    shared, to 9.5c; worker 0's, 0.5c worth sent by then, has the link alone until worker 1's next is ready at
+    10c, then half of it for its last 3c worth: to 16c. The second iteration lasts 8.5c."""
+    rate = BYTES / (4 * COMPUTE)
+    compute = {"per_partition": {"distribution": "deterministic", "value": COMPUTE}, "speeds": [1.0, 0.4]}
+    fastest = [{"scheme": "uncoded", "policy": {"name": "fastest_k", "k": 1}}]
+    topology = {"nodes": 2, "placement": {0: [], 1: [0, 1]}}
+    got = {}
+    for abandoned in ("drop", "finish"):
+        network = {"bandwidth": rate, "abandoned_messages": abandoned}
+        sc = scenario(iterations=2, gradient={"length": LENGTH, "dtype": "float32"}, workers=2, topology=topology,
+                      network=network, compute=compute, variants=fastest)  # fmt: skip
+        got[abandoned] = simulate_event(sc, sc.variants[0], scheme_for(sc, sc.variants[0]), 0)
+    assert got["drop"].duration == pytest.approx([7.5 * COMPUTE] * 2, rel=1e-12)
+    assert got["finish"].duration == pytest.approx([7.5 * COMPUTE, 8.5 * COMPUTE], rel=1e-12)
+    assert got["finish"].arrival[0, 1] == pytest.approx(9.5 * COMPUTE, rel=1e-12)  # when it had crossed
+
+
+def test_a_message_abandoned_before_it_was_sent_takes_no_share_of_the_link():
+    """As above with worker 1 an eighth as fast (ready at 8c): worker 0's message, alone, ends at 5c, before worker
+    1's is ready; finishing abandoned messages changes nothing, since worker 1 was stopped before it sent."""
+    rate = BYTES / (4 * COMPUTE)
+    compute = {"per_partition": {"distribution": "deterministic", "value": COMPUTE}, "speeds": [1.0, 0.125]}
+    fastest = [{"scheme": "uncoded", "policy": {"name": "fastest_k", "k": 1}}]
+    topology = {"nodes": 2, "placement": {0: [], 1: [0, 1]}}
+    for abandoned in ("drop", "finish"):
+        network = {"bandwidth": rate, "abandoned_messages": abandoned}
+        sc = scenario(iterations=3, gradient={"length": LENGTH, "dtype": "float32"}, workers=2, topology=topology,
+                      network=network, compute=compute, variants=fastest)  # fmt: skip
+        rec = simulate_event(sc, sc.variants[0], scheme_for(sc, sc.variants[0]), 0)
+        assert rec.duration == pytest.approx([5 * COMPUTE] * 3, rel=1e-12)
+
+
+def test_the_fast_path_refuses_abandoned_messages_that_finish_in_one_sentence():
+    from gcbench.errors import GcbenchError
+    from gcbench.sim.engines import engine_for
+
+    topology = {"nodes": 2, "placement": {0: [], 1: [0, 1]}}
+    network = {"bandwidth": 1e6, "abandoned_messages": "finish"}
+    sc = scenario(workers=2, topology=topology, network=network, engine="vectorised")
+    with pytest.raises(GcbenchError, match=r"network.abandoned_messages: finish an abandoned message shares the"):
+        engine_for(sc, sc.variants[0])
+    assert engine_for(sc.model_copy(update={"engine": "auto"}), sc.variants[0]) == "event"

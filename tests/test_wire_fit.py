@@ -122,3 +122,20 @@ def test_the_calibrate_command_says_the_links_it_fitted(tmp_path):
     assert "# links fitted to" in written and "nodes:" in written
     plain = calibrate([simulated(known(network={"dispatch": network["dispatch"]}, master=between))])
     assert plain.upload_words().startswith("latency (mean upload): ")
+
+
+def test_calibrated_from_a_real_run_abandoned_messages_finish_crossing_the_wire():
+    """A real cluster's TCP sends a message it was given to its end, abandoned or not: calibrated from a real run
+    (its work cut short where the master stopped it), the scenario says so, and its comment too; from the
+    simulator's tables, whose scenario dropped them, it keeps dropping them."""
+    from dataclasses import replace
+
+    from gcbench.twin.calibrate import calibrate, scenario_yaml
+
+    network = {"nodes": {1: {"bandwidth": 4e6}}, "dispatch": {"distribution": "exponential", "rate": 100.0}}
+    between = {"between_iterations": {"distribution": "lognormal", "mu": -6.0, "sigma": 0.4}}
+    run = simulated(known(topology={"nodes": 2}, network=network, master=between))
+    real = calibrate([replace(run, cut_short=True)])
+    assert real.scenario.network.abandoned_messages == "finish"
+    assert "crosses the links to its end (network.abandoned_messages: finish)" in scenario_yaml(real)
+    assert calibrate([run]).scenario.network.abandoned_messages == "drop"

@@ -54,6 +54,12 @@ class Network(Config):
     # how unequally fairly shared links are shared: 0, equally (max-min); u, the flow that joined a link first
     # weighs 1 and every later one 1 - u (TCP's sending flow keeps more: gcbench/models/fair_share.py)
     unfairness: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    # what becomes of a message of work the master abandoned (stale_work: abandon) once its worker has sent it:
+    # drop, it leaves the links at once (each iteration's messages have links of their own); finish, it crosses
+    # them to its end, sharing them with the next iterations' messages and weights, as TCP sends what it was
+    # given (a real cluster's, and the emulated one's; the event engine's only). Work not yet computed is
+    # stopped either way.
+    abandoned_messages: Literal["drop", "finish"] = "drop"
 
     def arrivals(self, ready: np.ndarray, message_bytes: int, delay: float | None = None) -> np.ndarray:
         """Arrival times at the master of messages ready at ``ready`` (inf: never sent).

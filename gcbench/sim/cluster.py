@@ -13,7 +13,10 @@ gives each iteration's messages a link of their own, as the fast path does: its
 abandoned workers stop, so nothing of a finished iteration's could delay the
 next one's. Under ``finish`` late work goes on sending through the same NIC as
 the next iterations' messages, so the run has one link, as an asynchronous run
-has.
+has; so has a run whose abandoned messages finish (``network.abandoned_messages:
+finish``): work the master abandons stops, but a message its worker had sent by
+then (its compute ended before) crosses the links to its end, beside the next
+iterations' weights and messages, as TCP sends what it was given.
 
 A job is one SimPy event whose callback queues its result for ``next_event``
 (with a shared link: reaching the link, then its transfer over the link); the
@@ -81,7 +84,9 @@ class SimPyCluster(Cluster):
             self.shared = True
         if self.link_class is None:
             self.link_class = LINK_MODELS[network.link_model]
-        link_per_job = link_per_job and scenario.stale_work == "abandon"
+        # a message abandoned once sent crosses the links to its end (network.abandoned_messages: finish)
+        self.sent_finish = network.abandoned_messages == "finish"
+        link_per_job = link_per_job and scenario.stale_work == "abandon" and not self.sent_finish
         self.fractions = message_fractions(scheme)  # per worker sending several messages: when each is ready
         self.remaining: dict[Job, int] = {}  # such a job's messages still to deliver
         self.link_per_job, self.links = link_per_job, {}  # job id -> the link its messages share
@@ -229,10 +234,12 @@ class SimPyCluster(Cluster):
 
     def _reach_link(self, event: Due) -> None:
         """A message reaches the link: queued for its transfer, unless its job was abandoned before it began
-        (still being dispatched): it never ran and sends nothing, so ``_queue_result`` drops it at once."""
+        (still being dispatched): it never ran and sends nothing, so ``_queue_result`` drops it at once. Where
+        abandoned messages finish, one whose job was abandoned before it was ready was never sent either: it
+        reports its times as it reaches the link, and takes no share of it."""
         job, begin, ready, message = event._value
         abandoned = self.abandoned.get(job)
-        if abandoned is not None and begin > abandoned:
+        if abandoned is not None and (begin > abandoned or (self.sent_finish and ready > abandoned)):
             now = self.env._now
             self._queue_result(
                 Result(job, now, begin, ready) if message is None else part(job, now, begin, ready, message)

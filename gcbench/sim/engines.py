@@ -67,9 +67,15 @@ def event_only(scenario: Scenario, variant: Variant) -> str | None:
         return f"covers synchronous policies only, and variant '{label}' uses {policy.name}; {AUTO}"
     if late_work_shares_the_link(scenario):
         shared = "network.shared_link" if scenario.network.shared_link else _fair_links(scenario)
+        if scenario.stale_work == "finish":
+            return (
+                f"gives each iteration's messages links of their own, and with {shared} and stale_work: "
+                f"finish late work shares the links with the next iteration's; {AUTO}, or stale_work: abandon"
+            )
         return (
-            f"gives each iteration's messages links of their own, and with {shared} and stale_work: "
-            f"finish late work shares the links with the next iteration's; {AUTO}, or stale_work: abandon"
+            f"gives each iteration's messages links of their own, and with {shared} and "
+            f"network.abandoned_messages: finish an abandoned message shares the links with the next "
+            f"iteration's; {AUTO}, or network.abandoned_messages: drop"
         )
     if weights_wait_for_restarts(scenario):
         return (
@@ -86,13 +92,15 @@ def event_only(scenario: Scenario, variant: Variant) -> str | None:
 
 
 def late_work_shares_the_link(scenario: Scenario) -> bool:
-    """Shared links, and stale work that finishes: a synchronous run's links carry an iteration's late messages
-    and the next iteration's (gcbench/sim/cluster.py). Shared: the FIFO link when it takes time, or the fairly
-    shared links (gcbench/models/wire.py: a topology's, the master's NIC, the weights' downlinks)."""
+    """Shared links, and stale work that finishes or abandoned messages that do: a synchronous run's links carry
+    an iteration's late messages and the next iteration's (gcbench/sim/cluster.py). Shared: the FIFO link when
+    it takes time, or the fairly shared links (gcbench/models/wire.py: a topology's, the master's NIC, the
+    weights' downlinks)."""
     network = scenario.network
     fifo = network.shared_link and network.bandwidth is not None
     fair = Wire.of(network, scenario.topology, scenario.workers) is not None
-    return (fifo or fair) and scenario.stale_work == "finish"
+    late = scenario.stale_work == "finish" or network.abandoned_messages == "finish"
+    return (fifo or fair) and late
 
 
 def _fair_links(scenario: Scenario) -> str:

@@ -286,8 +286,12 @@ def _links(runs: list[MeasuredRun], variants: list[str] | None) -> tuple[dict | 
     except GcbenchError as error:
         return None, (f"Upload: not fitted as latency and bandwidth ({error}); the mean upload is the latency and "
                       "the links are left out."), None  # fmt: skip
-    described = describe_links(fit, base)
-    return links_section(fit, base), f"Upload: {described}", described
+    described, section = describe_links(fit, base), links_section(fit, base)
+    if all(run.cut_short for run in runs):  # a real cluster's TCP sends to its end a message it was given
+        section["abandoned_messages"] = "finish"
+        described = (f"{described[:-1]}; a message of abandoned work, once sent, crosses the links to its end "
+                     "(network.abandoned_messages: finish).")  # fmt: skip
+    return section, f"Upload: {described}", described
 
 
 def _calibrated(base: Scenario, fits: dict[str, Fit], fixed: float, speeds, latency: float,
