@@ -209,14 +209,22 @@ def overhead(repeats: int) -> None:
         print(f"{label:>22}: {mean:.4f}  {between:.4f}")
 
 
-def wire_scenario(name: str, iterations: int, network: str, variants: list[str], training: str) -> str:
-    """A scenario of parts 2-4: 4 workers on 2 emulated nodes (2 each) beside the master's node 0, 3 seeds,
+# parts 2-4's clusters (--nodes): 4 workers on 2 emulated nodes (2 each) or on 4 (one each), beside the master's
+# node 0
+TOPOLOGIES = {
+    2: "{nodes: 3, placement: {0: [], 1: [0, 1], 2: [2, 3]}}",
+    4: "{nodes: 5, placement: {0: [], 1: [0], 2: [1], 3: [2], 4: [3]}}",
+}
+
+
+def wire_scenario(name: str, iterations: int, network: str, variants: list[str], training: str, nodes: int = 2) -> str:
+    """A scenario of parts 2-4: 4 workers on ``nodes`` emulated nodes beside the master's node 0, 3 seeds,
     training CIFAR-10's small CNN (batch 128, on the CPU); ``network``, ``variants`` (YAML flow mappings) and
     ``training``'s further fields (a flow mapping's inside) are the part's own."""
     listed = "\n".join(f"  - {variant}" for variant in variants)
     return (f"name: {name}\nworkers: 4\niterations: {iterations}\nseeds: [0, 1, 2]\n"
             "compute: {per_partition: {distribution: exponential, rate: 20}}\n"
-            f"network: {network}\ntopology: {{nodes: 3, placement: {{0: [], 1: [0, 1], 2: [2, 3]}}}}\n"
+            f"network: {network}\ntopology: {TOPOLOGIES[nodes]}\n"
             f"variants:\n{listed}\n"
             f"training: {{dataset: cifar10, batch_size: 128, device: cpu, {training}}}\n")  # fmt: skip
 
@@ -257,7 +265,8 @@ def emulated_run(text: str, out, reuse: bool = False):
     return pd.read_parquet(out / "run" / "iterations.parquet"), pd.read_parquet(out / "run" / "workers.parquet")
 
 
-def compression_for_real(data_dir: str, out, iterations: int, short: int, target: float, reuse: bool) -> None:
+def compression_for_real(data_dir: str, out, iterations: int, short: int, target: float, reuse: bool,
+                         nodes: int = 2) -> None:  # fmt: skip
     """Part 2: every scheme under every compressor at each rate of COMPRESSION_RATES: the mean iteration, and the
     seconds to the target test accuracy. The fastest rate's run trains ``iterations`` a seed, evaluated every
     sixth of them; the slower rates' runs ``short`` iterations, evaluated at their end. A wire changes when each
@@ -277,7 +286,7 @@ def compression_for_real(data_dir: str, out, iterations: int, short: int, target
         count = iterations if index == 0 else short
         eval_every = max(1, count // 6) if index == 0 else count
         text = wire_scenario("compression-wire", count, f"{{bandwidth: {rate}}}", compression_variants(),
-                             f"data_dir: {data}, eval_every: {eval_every}, checkpoint_every: 10")  # fmt: skip
+                             f"data_dir: {data}, eval_every: {eval_every}, checkpoint_every: 10", nodes)  # fmt: skip
         tables[name], _ = emulated_run(text, Path(out) / f"compression-{name.replace(' ', '').replace('/', '')}", reuse)
     fastest, first = next(iter(tables.items()))
     keys = ["variant", "seed", "iteration"]
@@ -285,7 +294,7 @@ def compression_for_real(data_dir: str, out, iterations: int, short: int, target
     for (label, seed), runs in first.groupby(["variant", "seed"]):
         at = runs[runs["accuracy"] >= target].sort_values("iteration")
         reached[label, seed] = (int(at["iteration"].iloc[0]) + 1, float(at["end"].iloc[0])) if len(at) else None
-    print(f"compression for real: 4 workers on 2 nodes, CIFAR-10 small CNN, 3 seeds; mean iteration (s) [95% "
+    print(f"compression for real: 4 workers on {nodes} nodes, CIFAR-10 small CNN, 3 seeds; mean iteration (s) [95% "
           f"interval]; seconds to {target:.0%} test accuracy, mean of the seeds that reached it in {iterations} "
           f"iterations at {fastest} (measured there, evaluated every {max(1, iterations // 6)} iterations; derived "
           f"at the slower rates: those iterations x the rate's mean iteration)")  # fmt: skip
@@ -340,15 +349,15 @@ def compression_figure(table, out) -> None:
     print(f"figure: {out}")
 
 
-def cce_for_real(data_dir: str, out, reuse: bool, iterations: int = 30) -> None:
+def cce_for_real(data_dir: str, out, reuse: bool, iterations: int = 30, nodes: int = 2) -> None:
     """Part 3: CR against CCE-CR through the master's shared 20 Mb/s ingress."""
     from gcbench.results.summary import mean_confidence_interval
 
     text = wire_scenario("cce-wire", iterations, "{master: {ingress: 2500000}}", CCE_VARIANTS,
-                         f"data_dir: {Path(data_dir).resolve()}, eval_every: 1000")  # fmt: skip
+                         f"data_dir: {Path(data_dir).resolve()}, eval_every: 1000", nodes)  # fmt: skip
     iterations_table, workers = emulated_run(text, Path(out) / "cce", reuse)
-    print(f"CCE for real: 4 workers on 2 nodes, the master's ingress 20 Mb/s shared by every upload, CIFAR-10 small "
-          f"CNN, 3 seeds x {iterations} iterations")  # fmt: skip
+    print(f"CCE for real: 4 workers on {nodes} nodes, the master's ingress 20 Mb/s shared by every upload, "
+          f"CIFAR-10 small CNN, 3 seeds x {iterations} iterations")  # fmt: skip
     for label, frame in iterations_table.groupby("variant", sort=False):
         mean, (low, high) = frame["duration"].mean(), mean_confidence_interval(frame)
         sent = workers[(workers["variant"] == label) & workers["used"]]
@@ -383,24 +392,27 @@ def multi_node_sweep(out, nodes: int = 3, iterations: int = 30) -> None:
         )
 
 
-TWIN_SCENARIO = wire_scenario(
-    "twin-wire", 40, "{bandwidth: 2500000}",
-    ["{label: uncoded none, scheme: uncoded, policy: wait_all}",
-     "{label: uncoded fp16, scheme: uncoded, policy: wait_all, compression: %(fp16)s}",
-     "{label: FR none, scheme: fr, s: 1}",
-     "{label: FR fp16, scheme: fr, s: 1, compression: %(fp16)s}",
-     "{label: uncoded qsgd, scheme: uncoded, policy: wait_all, compression: %(qsgd)s}",
-     "{label: uncoded topk, scheme: uncoded, policy: wait_all, compression: %(topk)s}",
-     "{label: FR qsgd, scheme: fr, s: 1, compression: %(qsgd)s}",
-     "{label: FR topk, scheme: fr, s: 1, compression: %(topk)s}",
-     "{label: CR none, scheme: cr, s: 1}",
-     "{label: CCE-CR m=2, scheme: cce_cr, s: 1, m: 2}"],
-    "eval_every: 1000",
-) % COMPRESSORS  # fmt: skip
+def twin_scenario(nodes: int = 2) -> str:
+    """Part 4's scenario: ten variants at 20 Mb/s a node."""
+    variants = [
+        "{label: uncoded none, scheme: uncoded, policy: wait_all}",
+        "{label: uncoded fp16, scheme: uncoded, policy: wait_all, compression: %(fp16)s}",
+        "{label: FR none, scheme: fr, s: 1}",
+        "{label: FR fp16, scheme: fr, s: 1, compression: %(fp16)s}",
+        "{label: uncoded qsgd, scheme: uncoded, policy: wait_all, compression: %(qsgd)s}",
+        "{label: uncoded topk, scheme: uncoded, policy: wait_all, compression: %(topk)s}",
+        "{label: FR qsgd, scheme: fr, s: 1, compression: %(qsgd)s}",
+        "{label: FR topk, scheme: fr, s: 1, compression: %(topk)s}",
+        "{label: CR none, scheme: cr, s: 1}",
+        "{label: CCE-CR m=2, scheme: cce_cr, s: 1, m: 2}",
+    ]
+    return wire_scenario("twin-wire", 40, "{bandwidth: 2500000}", variants, "eval_every: 1000", nodes) % COMPRESSORS
+
+
 TWIN_CALIBRATES_FROM = ["uncoded none", "uncoded fp16", "FR none", "FR fp16"]
 
 
-def twin_on_a_wire(data_dir: str, out: str, iterations: int, turn: int, reuse: bool) -> None:
+def twin_on_a_wire(data_dir: str, out: str, iterations: int, turn: int, reuse: bool, nodes: int = 2) -> None:
     """Calibrate from uncoded's and FR's runs, uncompressed and fp16, on the emulated wire; predict the rest."""
     from argparse import Namespace
 
@@ -409,7 +421,7 @@ def twin_on_a_wire(data_dir: str, out: str, iterations: int, turn: int, reuse: b
     folder = Path(out).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     scenario = folder / "twin-wire.yaml"
-    scenario.write_text(TWIN_SCENARIO)
+    scenario.write_text(twin_scenario(nodes))
     args = Namespace(out=folder, iterations=iterations, seeds="0,1,2", turn=turn, data_dir=Path(data_dir).resolve(),
                      device=None, emulate=True, reuse=reuse, separate_runs=False, drop_first=0, cores=None)  # fmt: skip
     print("\n".join(accuracy(scenario, "torch", args, TWIN_CALIBRATES_FROM, other_policies=False)), flush=True)
@@ -434,6 +446,13 @@ def main() -> None:
     parser.add_argument("--twin-iterations", type=int, default=60, help="part 4's iterations a seed")
     parser.add_argument("--turn", type=int, default=10, help="part 4's iterations of a variant's turn")
     parser.add_argument("--reuse", action="store_true", help="parts 2-4: read the runs already in --out again")
+    parser.add_argument(
+        "--nodes",
+        type=int,
+        choices=sorted(TOPOLOGIES),
+        default=2,
+        help="parts 2-4: the emulated nodes the 4 workers run on (beside the master's)",
+    )
     options = parser.parse_args()
     require_namespaces()
     wanted = lambda part: options.part in (None, part)  # noqa: E731
@@ -444,11 +463,13 @@ def main() -> None:
             print(f"part {part} ({what}) needs --data-dir: skipped")
     if wanted(2) and options.data_dir is not None:
         compression_for_real(options.data_dir, options.out, options.iterations, options.short_iterations,
-                             options.target, options.reuse)  # fmt: skip
+                             options.target, options.reuse, options.nodes)  # fmt: skip
     if wanted(3) and options.data_dir is not None:
-        cce_for_real(options.data_dir, options.out, options.reuse)
+        cce_for_real(options.data_dir, options.out, options.reuse, nodes=options.nodes)
     if wanted(4) and options.data_dir is not None:
-        twin_on_a_wire(options.data_dir, options.out, options.twin_iterations, options.turn, options.reuse)
+        twin_on_a_wire(
+            options.data_dir, options.out, options.twin_iterations, options.turn, options.reuse, options.nodes
+        )
     if wanted(5):
         multi_node_sweep(options.out)
     if wanted(6):

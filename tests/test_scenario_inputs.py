@@ -297,6 +297,10 @@ def test_nonsense_is_refused_before_simulating(tmp_path, setting, expected):
         ),
         ("network: {unfairness: 1}\ntopology: {nodes: 2}\n", ": network.unfairness: Input should be less than 1.\n"),
         (
+            "network: {abandoned_messages: keep}\n",
+            ": network.abandoned_messages: Input should be 'drop' or 'finish'.\n",
+        ),
+        (
             "network: {nodes: {one: {bandwidth: 1.0e+6}}}\ntopology: {nodes: 2}\n",
             ": network.nodes: the key 'one': Input should be a valid integer, unable to parse string as an integer.\n",
         ),
