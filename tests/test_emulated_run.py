@@ -98,6 +98,8 @@ def test_an_emulated_run_trains_every_iteration_exactly_and_leaves_nothing(emula
     nodes = meta["emulated"]["nodes"]
     assert [node["address"] for node in nodes] == ["10.9.0.1", "10.9.0.2"]
     assert [(node["up"], node["down"]) for node in nodes] == [(None, None), (BANDWIDTH, None)]
+    # node 1's uplink's token bucket: 16 KiB of frames (a 4 ms kernel tick at this rate is less), in message bytes
+    assert [(node["up_burst"], node["down_burst"]) for node in nodes] == [(0.0, 0.0), (16384 * 1448 / 1514, 0.0)]
     assert meta["emulated"]["worker_nodes"] == [0, 1]
     assert workers.groupby("worker")["node"].first().to_dict() == {0: 0, 1: 1}
 

@@ -137,6 +137,10 @@ TOPOLOGIES = st.sampled_from(
         # flows weighted by their order of joining a link (network.unfairness)
         ({"nodes": 3, "placement": "pack"}, {"bandwidth": 2e8, "master": {"ingress": 3e8}, "unfairness": 0.4}),
         ({"nodes": 2}, {"bandwidth": 1e8, "downlink": 5e7, "unfairness": 0.7}),
+        # token buckets on the nodes' links (network.burst): smaller than a message, and larger
+        ({"nodes": 3, "placement": "pack"}, {"bandwidth": 2e8, "burst": 1.5e6, "master": {"ingress": 3e8}}),
+        ({"nodes": 2}, {"bandwidth": 1e8, "downlink": 5e7, "burst": 6e6, "unfairness": 0.3}),
+        ({"nodes": 3}, {"bandwidth": 1e8, "nodes": {2: {"bandwidth": 2e7, "burst": 3e6}}}),
     ]
 )
 # the times around the compute a calibrated scenario models: a job's dispatch, the master's time between iterations

@@ -189,3 +189,41 @@ def test_the_fast_path_refuses_abandoned_messages_that_finish_in_one_sentence():
     with pytest.raises(GcbenchError, match=r"network.abandoned_messages: finish an abandoned message shares the"):
         engine_for(sc, sc.variants[0])
     assert engine_for(sc.model_copy(update={"engine": "auto"}), sc.variants[0]) == "event"
+
+
+def burst_durations(engine: str, workers: int, placement, burst: float, rate: float, **fields):
+    topology = {"nodes": 2, "placement": {0: [], 1: placement}}
+    network = {"bandwidth": rate, "burst": burst, **fields.pop("network", {})}
+    return durations(engine, workers=workers, topology=topology, network=network, **fields)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_message_on_an_idle_shaped_link_crosses_its_first_burst_bytes_at_once(engine):
+    """A token bucket B deep on a link of rate r: one worker's message of b bytes takes (b - B) / r; one of no
+    more than B bytes crosses at once. Two workers ready together: the first (by worker) takes the bucket, and
+    the two then share the rate: the last byte is through (2b - B) / r after they are ready."""
+    rate, burst = 1e7, BYTES / 4
+    got = burst_durations(engine, 1, [0], burst, rate)
+    assert got == pytest.approx([COMPUTE + (BYTES - burst) / rate] * 4, rel=1e-12)
+    got = burst_durations(engine, 1, [0], 2 * BYTES, rate)
+    assert got == pytest.approx([COMPUTE] * 4, rel=1e-12)
+    got = burst_durations(engine, 2, [0, 1], burst, rate)
+    assert got == pytest.approx([COMPUTE + (2 * BYTES - burst) / rate] * 4, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_bucket_refills_at_the_link_s_rate_while_it_idles(engine):
+    """Worker 0 (ready at c) and worker 1 (4/7 as fast: ready at 1.75c) on one link, b = 2B, B = r c / 2: worker
+    0's message takes the full bucket and ends (b - B) / r = c / 2 later, at 1.5c; the link idles until 1.75c and
+    refills r (c / 4) = B / 2 bytes, half the bucket: worker 1's crosses those at once and ends (b - B / 2) / r =
+    0.75c later, at 2.5c (a fresh link's full bucket would end it at 2.25c)."""
+    rate = BYTES / COMPUTE
+    burst = BYTES / 2
+    compute = {"per_partition": {"distribution": "deterministic", "value": COMPUTE}, "speeds": [1.0, 4 / 7]}
+    topology = {"nodes": 2, "placement": {0: [], 1: [0, 1]}}
+    sc = scenario(iterations=3, gradient={"length": LENGTH, "dtype": "float32"}, workers=2, topology=topology,
+                  network={"bandwidth": rate, "burst": burst}, compute=compute)  # fmt: skip
+    rec = ENGINES[engine](sc, sc.variants[0], scheme_for(sc, sc.variants[0]), 0)
+    arrival = rec.arrival - rec.start[:, None]
+    assert arrival[:, 0] == pytest.approx([1.5 * COMPUTE] * 3, rel=1e-12)
+    assert arrival[:, 1] == pytest.approx([2.5 * COMPUTE] * 3, rel=1e-12)

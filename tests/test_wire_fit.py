@@ -139,3 +139,26 @@ def test_calibrated_from_a_real_run_abandoned_messages_finish_crossing_the_wire(
     assert real.scenario.network.abandoned_messages == "finish"
     assert "crosses the links to its end (network.abandoned_messages: finish)" in scenario_yaml(real)
     assert calibrate([run]).scenario.network.abandoned_messages == "drop"
+
+
+def test_the_uplinks_token_buckets_the_run_recorded_are_replayed_and_written():
+    """Uplinks that send their first B bytes at once (network.burst, as the emulated cluster's token buckets do):
+    given the buckets run.json records, the fit recovers each node's latency and bandwidth and the written
+    scenario keeps the buckets; left out, the fit takes them for a faster link or a shorter latency."""
+    from dataclasses import replace
+
+    from gcbench.twin.calibrate import calibrate
+
+    nodes = {1: {"bandwidth": 2e7, "latency": 0.01}, 2: {"bandwidth": 5e6, "latency": 0.03}}
+    dispatch = {"distribution": "exponential", "rate": 100.0}
+    between = {"between_iterations": {"distribution": "lognormal", "mu": -6.0, "sigma": 0.4}}
+    network = {"latency": 0.002, "nodes": nodes, "burst": 2e5, "dispatch": dispatch}
+    truth = known(topology={"nodes": 3}, network=network, master=between)
+    run = simulated(truth)
+    fit = fit_links([replace(run, bursts=(0.0, 2e5, 2e5))])
+    np.testing.assert_allclose(fit.bandwidth[1:], [2e7, 5e6], rtol=1e-3)
+    np.testing.assert_allclose(fit.latency, [0.002, 0.01, 0.03], rtol=1e-3, atol=1e-6)
+    blind = fit_links([run])
+    assert not np.allclose(blind.latency[1:], [0.01, 0.03], rtol=0.05)
+    written = calibrate([replace(run, bursts=(0.0, 2e5, 2e5))]).scenario.network.nodes
+    assert written[1].burst == written[2].burst == 2e5

@@ -33,12 +33,23 @@ class LinkRates:
                 raise ValueError(f"a link's {name} rate must be positive bytes per second, got {rate!r}")
 
 
+def bucket_bytes(rate: float) -> int:
+    """The depth of the token bucket that shapes a link to ``rate`` bytes a second of payload: bytes of frames."""
+    return max(MIN_BURST, int(rate * FRAME_BYTES / PAYLOAD_BYTES * KERNEL_TICK))
+
+
+def payload_burst(rate: float | None) -> float:
+    """The message bytes such a link sends at once after idling (its bucket, less the frames' headers; 0: not
+    shaped): a scenario's ``network.burst`` for it (gcbench calibrate reads it from run.json)."""
+    return 0.0 if rate is None else bucket_bytes(rate) * PAYLOAD_BYTES / FRAME_BYTES
+
+
 def shaping(device: str, rate: float | None) -> list[list[str]]:
     """The tc commands that shape what leaves ``device`` to ``rate`` bytes a second of payload (none: not shaped)."""
     if rate is None:
         return []
     wire = rate * FRAME_BYTES / PAYLOAD_BYTES  # bytes a second of frames
-    burst = max(MIN_BURST, int(wire * KERNEL_TICK))
+    burst = bucket_bytes(rate)
     bits = max(8, round(wire * 8))
     return [["tc", "qdisc", "replace", "dev", device, "root", "tbf", "rate", f"{bits}bit", "burst", str(burst),
              "latency", QUEUE_DELAY]]  # fmt: skip

@@ -102,11 +102,12 @@ def sent(rate: np.ndarray, elapsed) -> np.ndarray:
     return np.where(rate < INF, rate, 0.0) * elapsed
 
 
-def finish_times(reach: np.ndarray, size: float, node: np.ndarray, node_rate: np.ndarray,
-                 shared_rate: float, unfairness: float = 0.0) -> np.ndarray:  # fmt: skip
+def finish_times(reach: np.ndarray, size: float, node: np.ndarray, node_rate: np.ndarray, shared_rate: float,
+                 unfairness: float = 0.0, burst: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """When each flow of ``size`` bytes ends, having reached its node's link at ``reach`` (rows x flows; inf:
     never sent); a row's flows share the links (``rates``), rows never do. A flow whose ``node`` is -1 crosses
-    no link (a worker on the master's own node): it ends as it reaches."""
+    no link (a worker on the master's own node): it ends as it reaches. ``burst`` (nodes; None: none): each
+    node's link's token bucket (``Buckets``), full as each row begins."""
     reach = np.asarray(reach, dtype=float)
     finish = np.full(reach.shape, INF)
     local = node < 0
@@ -118,8 +119,11 @@ def finish_times(reach: np.ndarray, size: float, node: np.ndarray, node_rate: np
     active = np.zeros(reach.shape, dtype=bool)
     remaining = np.full(reach.shape, float(size))
     now = np.where(waiting, reach, INF).min(axis=1)
+    buckets = None if burst is None else Buckets(burst, node_rate, reach.shape[0])
     while True:
         joining = waiting & (reach <= now[:, None])
+        if buckets is not None:
+            buckets.join(joining, active, node, remaining, now)
         active |= joining
         waiting &= ~joining
         rate = rates(active, node, node_rate, shared_rate, reach, unfairness)
@@ -135,4 +139,44 @@ def finish_times(reach: np.ndarray, size: float, node: np.ndarray, node_rate: np
         ends = active & (end <= step[:, None])
         finish[ends] = np.broadcast_to(step[:, None], finish.shape)[ends]
         active &= ~ends
+        if buckets is not None:
+            buckets.idle(ends, active, node, step)
         now = np.where(moving, step, now)
+
+
+class Buckets:
+    """Each node link's token bucket, per row: ``burst`` bytes deep, refilled at the link's rate while it idles.
+
+    A flow that joins an idle link first takes what the bucket holds (at once: its first bytes cross as it
+    joins), then the link's rate; flows joining an idle link together take it in column order (by worker, as the
+    SimPy link orders them). While a link sends, its bucket stays empty (it refills as fast as the link drains
+    it); once its last flow ends it refills from empty, or from what a message smaller than the bucket left."""
+
+    def __init__(self, burst: np.ndarray, node_rate: np.ndarray, rows: int) -> None:
+        self.burst, self.rate = np.asarray(burst, dtype=float), node_rate
+        self.tokens = np.broadcast_to(self.burst, (rows, self.burst.size)).copy()
+        self.since = np.full((rows, self.burst.size), -INF)  # when each link last went idle
+
+    def join(self, joining: np.ndarray, active: np.ndarray, node: np.ndarray, remaining: np.ndarray,
+             now: np.ndarray) -> None:  # fmt: skip
+        """Flows ``joining`` now: those on an idle link take its bucket's bytes off their ``remaining``."""
+        for k in np.flatnonzero((self.burst > 0) & (self.rate < INF)):
+            on_k = np.flatnonzero(node == k)
+            arriving = joining[:, on_k].any(axis=1)
+            if not arriving.any():
+                continue
+            idle = arriving & ~active[:, on_k].any(axis=1)
+            with np.errstate(invalid="ignore"):  # (-inf idle since: a full bucket)
+                refilled = np.minimum(self.burst[k], self.tokens[:, k] + self.rate[k] * (now - self.since[:, k]))
+            self.tokens[:, k] = np.where(idle, refilled, np.where(arriving, 0.0, self.tokens[:, k]))
+            for column in on_k:  # (in column order)
+                free = np.where(joining[:, column], np.minimum(self.tokens[:, k], remaining[:, column]), 0.0)
+                remaining[:, column] -= free
+                self.tokens[:, k] -= free
+
+    def idle(self, ends: np.ndarray, active: np.ndarray, node: np.ndarray, step: np.ndarray) -> None:
+        """Links whose last flow ended at ``step`` start to refill."""
+        for k in np.flatnonzero(self.burst > 0):
+            on_k = np.flatnonzero(node == k)
+            emptied = ends[:, on_k].any(axis=1) & ~active[:, on_k].any(axis=1)
+            self.since[:, k] = np.where(emptied, step, self.since[:, k])

@@ -30,6 +30,7 @@ class NodeLinks(Config):
     bandwidth: Annotated[float, Field(gt=0)] | None = None  # bytes per second of the node's uplink
     downlink: Annotated[float, Field(gt=0)] | None = None  # bytes per second the node receives at
     latency: Seconds | None = None
+    burst: Annotated[float, Field(ge=0)] | None = None  # bytes its links send at once after idling (see Network)
 
 
 class MasterLinks(Config):
@@ -60,6 +61,11 @@ class Network(Config):
     # given (a real cluster's, and the emulated one's; the event engine's only). Work not yet computed is
     # stopped either way.
     abandoned_messages: Literal["drop", "finish"] = "drop"
+    # bytes a node's link sends at once after it has idled, beyond its rate: a token bucket's depth, which shaped
+    # links keep (tc's tbf, as the emulated cluster shapes; a cloud's rate limiter). The bucket refills at the
+    # link's rate while the link idles, up to ``burst``; a message joining an idle link crosses its first bytes
+    # at once. 0: none (a NIC at line rate). Fairly shared links only (a topology's, or the master's NIC)
+    burst: Annotated[float, Field(ge=0)] = 0.0
 
     def arrivals(self, ready: np.ndarray, message_bytes: int, delay: float | None = None) -> np.ndarray:
         """Arrival times at the master of messages ready at ``ready`` (inf: never sent).

@@ -31,7 +31,8 @@ class Wire:
     """``node``: each worker's node (-1: the master's, no link to cross); ``uplink``: each node's uplink, bytes
     per second (inf: unshaped); ``ingress``: the master's (inf: no limit); ``extra_latency``: each worker's
     latency beyond ``network.latency`` (its node's own latency, where it has one); ``downlink`` and ``egress``:
-    the same the other way, for the weights; ``unfairness``: how unequally flows share a link (``rates``)."""
+    the same the other way, for the weights; ``unfairness``: how unequally flows share a link (``rates``);
+    ``burst``: what each node's links send at once after idling (``finish_times``)."""
 
     node: np.ndarray
     uplink: np.ndarray
@@ -40,6 +41,7 @@ class Wire:
     downlink: np.ndarray
     egress: float
     unfairness: float = 0.0
+    burst: np.ndarray | None = None  # each node's link's token-bucket depth, bytes (None: no node has one)
 
     @classmethod
     def of(cls, network: Network, topology: Topology | None, workers: int) -> Wire | None:
@@ -60,7 +62,10 @@ class Wire:
             extra = latency[placed]
         uplink = _rates(settings, "bandwidth", network.bandwidth)
         downlink = _rates(settings, "downlink", network.downlink)
-        return cls(node, uplink, _rate(ingress), extra, downlink, _rate(egress), network.unfairness)
+        own = [None if s is None else s.burst for s in settings]
+        burst = np.array([network.burst if b is None else b for b in own], dtype=float)
+        return cls(node, uplink, _rate(ingress), extra, downlink, _rate(egress), network.unfairness,
+                   burst if burst.any() else None)  # fmt: skip
 
     @property
     def broadcasts(self) -> bool:
@@ -71,7 +76,7 @@ class Wire:
 
     def weights_arrivals(self, sent: np.ndarray, weights_bytes: float) -> np.ndarray:
         """When each worker's copy of the weights, sent at ``sent`` (rows x workers; inf: none sent), is in."""
-        return finish_times(sent, weights_bytes, self.node, self.downlink, self.egress, self.unfairness)
+        return finish_times(sent, weights_bytes, self.node, self.downlink, self.egress, self.unfairness, self.burst)
 
     def delays(self, delay: float) -> np.ndarray:
         """Each worker's seconds besides its transfer, given every message's ``delay`` at ``network.latency``."""
@@ -82,7 +87,7 @@ class Wire:
         worker's taking ``delay`` (at ``network.latency``: its node's latency is added) before its link; rows
         never share a link."""
         reach = np.asarray(ready, dtype=float) + self.delays(delay)
-        return finish_times(reach, message_bytes, self.node, self.uplink, self.ingress, self.unfairness)
+        return finish_times(reach, message_bytes, self.node, self.uplink, self.ingress, self.unfairness, self.burst)
 
 
 def _rate(rate: float | None) -> float:

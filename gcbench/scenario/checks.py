@@ -71,6 +71,11 @@ def network_problems(scenario: ScenarioFields) -> list[str]:
             "network.unfairness: weighs the flows of a link that messages share, and every worker here has a link "
             "of its own; give a topology or network.master.ingress"
         )
+    if network.burst > 0 and not (fair or network.downlink is not None):
+        problems.append(
+            "network.burst: a token bucket on each node's fairly shared links, and this network has none (a "
+            "bandwidth alone gives each worker a link of its own at a fixed rate); give a topology"
+        )
     return problems
 
 

@@ -96,6 +96,9 @@ class SimPyCluster(Cluster):
         broadcasts = self.wire is not None and self.wire.broadcasts
         self.weights = None if not broadcasts else self._new_weights_link()
         self.weights_links: dict[int, FairShareLink] = {}
+        # iterations' idle links whose token buckets (network.burst) are still refilling, by job id
+        self.resting: dict[int, FairShareLink] = {}
+        self.weights_resting: dict[int, FairShareLink] = {}
         self.receiving: dict[Job, None] = {}  # jobs whose weights are on their way (a dict: in order)
         self.dropped: set[Job] = set()  # of those, jobs the master abandoned meanwhile
         self.free_at = [0.0] * self.n  # when each worker's queued work ends
@@ -179,8 +182,10 @@ class SimPyCluster(Cluster):
         """The links the job's weights cross: its iteration's own (as its messages have), or the run's."""
         if not self.link_per_job:
             return self.weights
-        link = self.weights_links.get(job)
-        if link is None:
+        link = self.weights_links.get(job) or self._rested(job, self.weights_resting)
+        if link is not None:
+            self.weights_links[job] = link
+        else:
             link = self.weights_links[job] = FairShareLink.weights(
                 self.env, self.wire, self.weights_size, self._weights_in, self._weights_link_idle, job
             )
@@ -188,6 +193,22 @@ class SimPyCluster(Cluster):
 
     def _weights_link_idle(self, link: FairShareLink) -> None:
         del self.weights_links[link.key]
+        self._rest(link, self.weights_resting)
+
+    def _rest(self, link, resting: dict) -> None:
+        """An iteration's idle link whose token buckets are not yet full again: kept until they are, so that a
+        later message of that iteration finds them as they are (a fresh link's are full). Those full by now go."""
+        now = self.env._now
+        for key in [key for key, rested in resting.items() if rested.refilled_at() <= now]:
+            del resting[key]
+        if getattr(link, "burst", None) is not None and link.refilled_at() > now:
+            resting[link.key] = link
+
+    def _rested(self, key: int, resting: dict):
+        """The iteration's link resting with buckets still refilling (None: none, or they are full: a new one
+        is the same)."""
+        link = resting.pop(key, None)
+        return link if link is not None and link.refilled_at() > self.env._now else None
 
     def _send_messages(self, handle: Job, begin: float, seconds: float, fractions: tuple[float, ...]) -> None:
         """Each of the job's messages once the partitions it uses are computed, each with its own transfer."""
@@ -289,8 +310,10 @@ class SimPyCluster(Cluster):
     def _reach_job_link(self, event: Due) -> None:
         """A message reaches its iteration's link, made when the first of them reaches it."""
         key = event._value[0].id
-        link = self.links.get(key)
-        if link is None:
+        link = self.links.get(key) or self._rested(key, self.resting)
+        if link is not None:
+            self.links[key] = link
+        else:
             link = self.links[key] = self._new_link(self._job_link_idle, key)
         link.reach(event)
 
@@ -307,6 +330,7 @@ class SimPyCluster(Cluster):
 
     def _job_link_idle(self, link: Link) -> None:
         del self.links[link.key]  # an iteration's link, idle for good once its messages are through
+        self._rest(link, self.resting)
 
     def next_event(self, until: float) -> Event | None:
         """Steps the environment only while the cluster's own work is outstanding (as ``pending`` counts it): a
@@ -365,6 +389,8 @@ class SimPyCluster(Cluster):
         self.events.clear()
         self.timers = 0
         self.links.clear()
+        self.resting.clear()
+        self.weights_resting.clear()
         self.link = None if self.link is None else self._shared_link()
         self.weights_links.clear()
         self.weights = None if self.weights is None else self._new_weights_link()

@@ -109,10 +109,15 @@ class FairShareLink:
     each node's downlink) takes ``add(worker, value)`` and calls ``through(value)``."""
 
     def __init__(self, env: simpy.Environment, node: np.ndarray, node_rate: np.ndarray, shared_rate: float,
-                 size: float, through, idle=None, key=0, unfairness: float = 0.0) -> None:  # fmt: skip
+                 size: float, through, idle=None, key=0, unfairness: float = 0.0,
+                 burst: np.ndarray | None = None) -> None:  # fmt: skip
         self.env, self.node, self.node_rate, self.shared_rate = env, node, node_rate, shared_rate
         self.size, self.through, self.idle, self.key = float(size), through, idle, key
         self.unfairness = unfairness
+        # each node link's token bucket (gcbench/models/fair_share.py, ``Buckets``): bytes held, since when idle
+        self.burst = burst
+        self.tokens = None if burst is None else np.array(burst, dtype=float)
+        self.since = None if burst is None else np.full(len(burst), -INF)
         # the flows, in the order they joined (ties: by worker, as the vectorised engine's columns)
         self.values: list = []  # what each flow carries, handed to ``through`` as it is through
         self.workers = np.zeros(0, dtype=int)
@@ -127,12 +132,12 @@ class FairShareLink:
     def uploads(cls, env: simpy.Environment, wire: Wire, size: float, sent, idle=None, key=0) -> FairShareLink:
         """The workers' messages to the master; ``sent(result)`` takes each as it arrives."""
         return cls(env, wire.node, wire.uplink, wire.ingress, size, lambda value: sent(_result(value, env._now)),
-                   idle, key, wire.unfairness)  # fmt: skip
+                   idle, key, wire.unfairness, wire.burst)  # fmt: skip
 
     @classmethod
     def weights(cls, env: simpy.Environment, wire: Wire, size: float, through, idle=None, key=0) -> FairShareLink:
         """The master's copies of the weights to the workers."""
-        return cls(env, wire.node, wire.downlink, wire.egress, size, through, idle, key, wire.unfairness)
+        return cls(env, wire.node, wire.downlink, wire.egress, size, through, idle, key, wire.unfairness, wire.burst)
 
     def reach(self, event: Due) -> None:
         """A message reaches its node's link now (the callback of its event)."""
@@ -152,9 +157,31 @@ class FairShareLink:
         at = int(np.sum((self.joined < now) | (self.workers < worker)))  # (every flow joined by now)
         self.values.insert(at, value)
         self.workers, self.joined = np.insert(self.workers, at, worker), np.insert(self.joined, at, now)
+        self.remaining = np.insert(self.remaining, at, self.size - self._from_bucket(node, now))
         self.nodes = np.insert(self.nodes, at, node)
-        self.remaining = np.insert(self.remaining, at, self.size)
         self._schedule(now)
+
+    def refilled_at(self) -> float:
+        """When every node link's bucket is full again, sending nothing meanwhile (-inf: full now, or none)."""
+        if self.burst is None:
+            return -INF
+        with np.errstate(divide="ignore", invalid="ignore"):
+            until = self.since + (self.burst - self.tokens) / self.node_rate
+        shaped = (self.burst > 0) & (self.node_rate < INF) & (self.tokens < self.burst)
+        return float(until[shaped].max()) if shaped.any() else -INF
+
+    def _from_bucket(self, node: int, now: float) -> float:
+        """What the node link's bucket gives a flow joining it now: its bytes if the link idles (refilled at the
+        link's rate since it went idle, up to the burst), none while it sends (the bucket stays empty)."""
+        if self.burst is None or not self.burst[node] > 0 or not self.node_rate[node] < INF:
+            return 0.0
+        if np.any((self.nodes == node) & (self.remaining > 0)):  # (a flow the bucket took whole is not sending)
+            self.tokens[node] = 0.0
+            return 0.0
+        tokens = min(float(self.burst[node]), self.tokens[node] + self.node_rate[node] * (now - self.since[node]))
+        free = min(tokens, self.size)
+        self.tokens[node], self.since[node] = tokens - free, now
+        return free
 
     def _advance(self, now: float) -> None:
         if self.values:
@@ -179,6 +206,9 @@ class FairShareLink:
         self._advance(now)
         ends, kept = np.flatnonzero(self.ends), np.flatnonzero(~self.ends)
         ended = [self.values[i] for i in ends]
+        if self.burst is not None:  # links whose last flow ends now start to refill
+            for k in set(self.nodes[ends].tolist()) - set(self.nodes[kept].tolist()):
+                self.since[k] = now
         self.values = [self.values[i] for i in kept]
         self.nodes, self.remaining = self.nodes[kept], self.remaining[kept]
         self.workers, self.joined = self.workers[kept], self.joined[kept]

@@ -4,7 +4,7 @@ workers' rows joined to their iteration's start and end."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +39,9 @@ class MeasuredRun:
     cores: int | None = None
     # each message's arrival, where a scheme sends several a worker (messages.parquet; None: no such table)
     messages: pd.DataFrame | None = None
+    # on an emulated cluster, the message bytes each node's uplink sent at once after idling (its token bucket,
+    # as run.json records it: network.burst); None: not recorded, or not emulated
+    bursts: tuple[float, ...] | None = None
 
     @property
     def variants(self) -> list[str]:
@@ -86,7 +89,19 @@ def read_measured(path: Path) -> MeasuredRun:
     cores = meta.get("cores")
     cores = cores if isinstance(cores, int) and not isinstance(cores, bool) and cores > 0 else None
     backend = str(meta.get("backend", "?"))
-    return measured_run(path, scenario, iterations, workers, backend, cores=cores, messages=messages)
+    run = measured_run(path, scenario, iterations, workers, backend, cores=cores, messages=messages)
+    return replace(run, bursts=_bursts(meta))
+
+
+def _bursts(meta: dict) -> tuple[float, ...] | None:
+    """Each emulated node's uplink's burst, as run.json records it (None: it records none)."""
+    nodes = (meta.get("emulated") or {}).get("nodes") if isinstance(meta.get("emulated"), dict) else None
+    if not isinstance(nodes, list) or not all(isinstance(node, dict) and "up_burst" in node for node in nodes):
+        return None
+    bursts = [node["up_burst"] for node in nodes]
+    if not all(isinstance(b, int | float) and not isinstance(b, bool) and 0 <= b < float("inf") for b in bursts):
+        return None
+    return tuple(float(b) for b in bursts)
 
 
 def measured_run(path: Path, scenario: Scenario, iterations: pd.DataFrame, workers: pd.DataFrame,

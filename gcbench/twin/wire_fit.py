@@ -38,6 +38,7 @@ class LinkFit:
     sizes: list[int]
     messages: int
     unfairness: float = 0.0  # how unequally a link's flows share it (fitted where messages shared a link)
+    burst: np.ndarray | None = None  # each node's uplink's token bucket, bytes: the run's record, not fitted
 
 
 @dataclass
@@ -72,6 +73,7 @@ def links_section(fit: LinkFit, scenario) -> dict:
         return {"latency": float(fit.latency[0]), "bandwidth": float(fit.bandwidth[0])}
     nodes = {
         k: {"bandwidth": float(fit.bandwidth[k]), "latency": float(fit.latency[k])}
+        | ({} if fit.burst is None or not fit.burst[k] else {"burst": float(fit.burst[k])})
         for k in range(1, len(fit.bandwidth))
         if np.isfinite(fit.bandwidth[k])
     }
@@ -91,6 +93,9 @@ def describe_links(fit: LinkFit, scenario) -> str:
     ]  # fmt: skip
     if scenario.topology is not None:
         each.append(f"unfairness {fit.unfairness:.2f} (0: a link's flows share it equally)")
+    if fit.burst is not None:
+        bursts = sorted({f"{b:,.0f}" for b in fit.burst[1:] if b})
+        each.append(f"uplinks' token buckets of {' and '.join(bursts)} bytes, as run.json records them")
     sizes = " and ".join(f"{size:,}" for size in fit.sizes)
     return f"links fitted to {fit.messages} messages of {sizes} bytes: {'; '.join(each)}."
 
@@ -112,6 +117,9 @@ def fit_links(runs: list[MeasuredRun], variants: list[str] | None = None) -> Lin
             "another compressor (fp16, for example) or a CCE code."
         )
     ingress = scenario.network.master.ingress or INF
+    # the buckets the emulated cluster's uplinks had (run.json): a message's first bytes crossed at once
+    recorded = runs[0].bursts if topology is not None else None
+    burst = None if recorded is None or len(recorded) != links or not any(recorded) else np.array(recorded)
     crossing = [k for k in range(links) if (link_of == k).any()]
     local = bool((link_of < 0).any())
     # messages share a link (a node's, or the ingress): the order they joined it in weighs (network.unfairness)
@@ -135,7 +143,7 @@ def fit_links(runs: list[MeasuredRun], variants: list[str] | None = None) -> Lin
                 node, rates = np.arange(n), np.full(n, bandwidth[0])
             else:
                 node, rates = link_of, bandwidth
-            replayed = finish_times(reach, group.size, node, rates, ingress, unfairness)
+            replayed = finish_times(reach, group.size, node, rates, ingress, unfairness, burst)
             seen = ~np.isnan(group.arrival)
             errors.append((replayed - group.arrival)[seen])
         return np.concatenate(errors)
@@ -151,7 +159,8 @@ def fit_links(runs: list[MeasuredRun], variants: list[str] | None = None) -> Lin
     if local:
         latency[MASTER_NODE] = fitted.x[2 * len(crossing)]
     unfairness = float(fitted.x[-1]) if shared else 0.0
-    return LinkFit(latency, bandwidth, sizes, int(sum((~np.isnan(g.arrival)).sum() for g in groups)), unfairness)
+    seen = int(sum((~np.isnan(g.arrival)).sum() for g in groups))
+    return LinkFit(latency, bandwidth, sizes, seen, unfairness, burst)
 
 
 def _groups(run: MeasuredRun, variants: list[str] | None) -> list[_Group]:

@@ -109,14 +109,17 @@ def checked_run(path: Path, backend: str, iterations: int | None, training: dict
 
 
 def emulated_cluster(scenario: Scenario) -> dict[str, Any]:
-    """run.json's record of the emulated cluster this run trains on (none outside one): each node's address and
-    link rates (bytes a second of message payload each way; null: unshaped), and each worker's node."""
+    """run.json's record of the emulated cluster this run trains on (none outside one): each node's address,
+    link rates (bytes a second of message payload each way; null: unshaped) and the message bytes each link sends
+    at once after idling (its token bucket: ``network.burst``), and each worker's node."""
+    from gcbench.emulation.links import payload_burst
     from gcbench.real.run.emulated import inside_emulation, node_specs, worker_nodes
 
     nodes = inside_emulation()
     if nodes is None:
         return {}
-    links = [{"up": spec.links.up, "down": spec.links.down} for spec in node_specs(scenario)]
+    links = [{"up": spec.links.up, "down": spec.links.down, "up_burst": payload_burst(spec.links.up),
+              "down_burst": payload_burst(spec.links.down)} for spec in node_specs(scenario)]  # fmt: skip
     nodes_record = [{"address": address, **link} for address, link in zip(nodes.addresses, links, strict=True)]
     return {"emulated": {"nodes": nodes_record, "worker_nodes": worker_nodes(scenario)}}
 
