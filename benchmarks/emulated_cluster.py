@@ -54,8 +54,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gcbench.emulation import EmulatedCluster, LinkRates, NodeSpec, require_namespaces
-from gcbench.emulation.probe import transfer
+from gcbench.real.emulation import EmulatedCluster, LinkRates, NodeSpec, require_namespaces
+from gcbench.real.emulation.probe import transfer
 
 MBIT = 1e6 / 8
 RATES = {"20 Mb/s": 20 * MBIT, "100 Mb/s": 100 * MBIT, "1 Gb/s": 1000 * MBIT, "unshaped": None}
@@ -159,7 +159,7 @@ def cluster_times(nodes: int) -> tuple[float, float, float]:
     cluster.__enter__()
     built = time.perf_counter()
     code = (
-        "from gcbench.emulation import Nodes; from gcbench.emulation.ray_nodes import start_ray_nodes; "
+        "from gcbench.real.emulation import Nodes; from gcbench.real.emulation.ray_nodes import start_ray_nodes; "
         "start_ray_nodes(Nodes.from_environment())"
     )
     import os

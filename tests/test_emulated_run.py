@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gcbench.cli import app
-from gcbench.emulation import namespaces_refused
+from gcbench.real.emulation import namespaces_refused
 
 ROOT = Path(__file__).resolve().parents[1]
 REFUSED = namespaces_refused()
@@ -285,7 +285,7 @@ def test_an_emulated_clusters_nodes_share_this_machines_cores(monkeypatch):
     """Ray counts K nodes in an emulated cluster, but they are this machine's: the master's decode and step keep
     to the cores the workers leave free, as on one node (without Ray being asked)."""
     pytest.importorskip("ray", reason="ray is part of the [real] extra")
-    from gcbench.emulation.cluster import ENVIRONMENT
+    from gcbench.real.emulation.cluster import ENVIRONMENT
     from gcbench.real.ray.cluster import RayCluster
 
     described = {"addresses": ["10.9.0.1", "10.9.0.2"], "pids": [1, 2], "scratch": "/nonexistent"}

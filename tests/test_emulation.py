@@ -1,4 +1,4 @@
-"""The emulated cluster (gcbench/emulation): nodes in network namespaces of one user namespace, no root, shaped
+"""The emulated cluster (gcbench/real/emulation): nodes in network namespaces of one user namespace, no root, shaped
 links, and a teardown that leaves nothing however the driver ends."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from gcbench.emulation import EmulatedCluster, LinkRates, NodeSpec, namespaces_refused
-from gcbench.emulation import cluster as cluster_module
-from gcbench.emulation.cluster import alive, descendants
-from gcbench.emulation.links import shaping
-from gcbench.emulation.probe import transfer
 from gcbench.errors import GcbenchError
+from gcbench.real.emulation import EmulatedCluster, LinkRates, NodeSpec, namespaces_refused
+from gcbench.real.emulation import cluster as cluster_module
+from gcbench.real.emulation.cluster import alive, descendants
+from gcbench.real.emulation.links import shaping
+from gcbench.real.emulation.probe import transfer
 
 ROOT = Path(__file__).resolve().parents[1]
 REFUSED = namespaces_refused()
@@ -101,12 +101,12 @@ def test_closing_the_cluster_ends_every_process_inside_it():
 
 DRIVER = """
 import json, sys, time
-from gcbench.emulation import EmulatedCluster, NodeSpec
+from gcbench.real.emulation import EmulatedCluster, NodeSpec
 cluster = EmulatedCluster([NodeSpec(), NodeSpec()])
 cluster.start()
 sleeper = cluster.start_in(1, ["sleep", "1000"])
 time.sleep(0.5)
-from gcbench.emulation.cluster import descendants
+from gcbench.real.emulation.cluster import descendants
 import os
 print(json.dumps(descendants(os.getpid())), flush=True)
 time.sleep(1000)
@@ -145,8 +145,8 @@ def test_a_failed_start_is_one_sentence_and_leaves_nothing(monkeypatch):
 
 RAY_INSIDE = """
 import json, os, sys, time
-from gcbench.emulation import Nodes
-from gcbench.emulation.ray_nodes import node_resource, start_ray_nodes
+from gcbench.real.emulation import Nodes
+from gcbench.real.emulation.ray_nodes import node_resource, start_ray_nodes
 
 nodes = Nodes.from_environment()
 address = start_ray_nodes(nodes)
@@ -189,13 +189,13 @@ def test_ray_spans_the_nodes_and_leaves_no_process_and_no_session_folder():
 
 RAY_DRIVER = """
 import json, os, subprocess, sys, time
-from gcbench.emulation import EmulatedCluster, NodeSpec
+from gcbench.real.emulation import EmulatedCluster, NodeSpec
 cluster = EmulatedCluster([NodeSpec(), NodeSpec()])
 cluster.start()
 inner = cluster.start_in(0, [sys.executable, "-c", sys.argv[1], "hold"], stdout=subprocess.PIPE, text=True,
                          env={**os.environ, **cluster.inside()})
 inner.stdout.readline()
-from gcbench.emulation.cluster import descendants
+from gcbench.real.emulation.cluster import descendants
 print(json.dumps({"pids": descendants(os.getpid()), "scratch": str(cluster.scratch)}), flush=True)
 time.sleep(1000)
 """
@@ -205,7 +205,7 @@ time.sleep(1000)
 @pytest.mark.slow
 def test_a_killed_driver_takes_its_ray_nodes_and_their_session_files_with_it():
     pytest.importorskip("ray", reason="ray is part of the [real] extra")
-    from gcbench.emulation.cluster import sweep_scratch
+    from gcbench.real.emulation.cluster import sweep_scratch
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     driver = subprocess.Popen([sys.executable, "-c", RAY_DRIVER, RAY_INSIDE], stdout=subprocess.PIPE, text=True,

@@ -112,6 +112,21 @@ FAILURES = st.sampled_from(
         {"model": "crash", "rate": 0.05, "downtime": None},
     ]
 )
+# a node's workers straggling and crashing together (level: node): synchronous policies only
+NODE_STRAGGLING = st.sampled_from(
+    [
+        {"model": "independent", "level": "node", "probability": 0.3, "slowdown": 3.0},
+        {"model": "markov", "level": "node", "enter": 0.2, "leave": 0.4, "delay": 1.5},
+        {"model": "fixed", "level": "node", "nodes": [0], "delay": 1.0},
+    ]
+)
+NODE_FAILURES = st.sampled_from(
+    [
+        {"model": "none"},
+        {"model": "crash", "level": "node", "probability": 0.1, "downtime": 0.8},
+        {"model": "crash", "level": "node", "rate": 0.05, "downtime": None},
+    ]
+)
 NETWORK = st.sampled_from(
     [
         {},
@@ -221,6 +236,15 @@ def synchronous_points(draw) -> SweepPoint:
         # late work on the one link of the run (stale_work: finish) is the event engine's alone: auto picks it
         # (tests/test_simpy_cluster.py); the fast path's link per iteration is the model under abandon
         data.update(stale_work="abandon")
+    if draw(st.booleans()):  # a node's workers straggle and crash together
+        data.update(straggling=draw(NODE_STRAGGLING))
+        if data["failures"]["model"] != "none":
+            data.update(failures=draw(NODE_FAILURES))
+        if "topology" not in data and not data["network"].get("shared_link"):
+            data["topology"] = {"nodes": 2, "placement": draw(st.sampled_from(["spread", "pack"]))}
+            data.update(stale_work="abandon")  # (a topology's links under finish: the event engine's alone)
+        if "topology" not in data:  # (the FIFO shared link takes no topology)
+            data.update(straggling=draw(STRAGGLING), failures=draw(FAILURES))
     try:
         return SweepPoint({}, Scenario.model_validate(data))
     except ValidationError:

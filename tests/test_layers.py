@@ -38,15 +38,13 @@ MAY_IMPORT = {
         "policies",
     },  # schema, loading, sweeps, the run's draws
     "results": {"errors", "stops"},  # plotting reads it, so it stays below what plotting may not import
-    # an emulated cluster on this machine (namespaces, shaped links): knows no scenario, scheme or backend
-    "emulation": {"errors"},
     "cluster": _BELOW_MASTER,  # the one master and the cluster protocol: no engine, no backend
     "master": _BELOW_MASTER | {"cluster"},
     "training": _BELOW_MASTER,  # torch models, data and gradients, for real mode and the simulator
     # the conformance suites, and reference implementations (the SGC authors'-rules replay)
     "testing": _BELOW_MASTER | {"cluster", "master"},
     "sim": _BELOW_MASTER | {"cluster", "master", "training"},  # never real
-    "real": _BELOW_MASTER | {"cluster", "master", "training", "emulation"},  # never sim
+    "real": _BELOW_MASTER | {"cluster", "master", "training"},  # never sim
     "plot": {"errors", "stops", "results"},  # reads results files only: no engine, no scheme, no policy
     # the bridge from real to simulated: reads real runs' results, simulates the calibrated scenario, replays
     # sequential rounds with the master's bookkeeping, draws its report in plotting's style; never a real backend
@@ -66,19 +64,22 @@ REAL = PACKAGE / "real"
 # gcbench/real (docs/architecture.md, "Real mode's layout"): at its top only backend.py, the contract between a run
 # and its backends; then a folder for a run's life (run/), one for the wall-clock cluster the Ray and torch backends
 # share (wallclock/), one for worker processes on torch.distributed channels (processes/: torch/ and ddp/ share it),
-# and a folder per backend (ray/, torch/, local/) and for the DDP baseline (ddp/)
+# a folder per backend (ray/, torch/, local/) and for the DDP baseline (ddp/), and the emulated cluster (emulation/:
+# nodes as network namespaces, shaped links), which every folder may use to run in a node and none is part of
 REAL_TOP = {"__init__.py", "backend.py"}
 REAL_BACKENDS = {"ray", "torch", "local", "ddp"}
 # what each folder of gcbench/real may import of the others (its own modules and backend.py always)
 REAL_REACHES = {
-    "wallclock": set(),  # knows no run and no backend
-    "processes": set(),
-    "run": {"wallclock"},  # backends only through the cluster registry, save REAL_RUN_NAMES
-    "ray": {"wallclock", "processes"},
-    "torch": {"wallclock", "processes"},
-    "ddp": {"wallclock", "processes", "run"},  # run classes: they declare run/'s interface
+    "emulation": set(),  # knows no run, no backend (and, below, no scenario or scheme)
+    "wallclock": {"emulation"},  # knows no run and no backend
+    "processes": {"emulation"},
+    "run": {"wallclock", "emulation"},  # backends only through the cluster registry, save REAL_RUN_NAMES
+    "ray": {"wallclock", "processes", "emulation"},
+    "torch": {"wallclock", "processes", "emulation"},
+    "ddp": {"wallclock", "processes", "run", "emulation"},  # run classes: they declare run/'s interface
     "local": {"run"},
 }
+EMULATION_IMPORTS = {"gcbench.errors"}  # of gcbench outside its own folder: the emulated cluster knows no scenario
 # the modules of run/ a backend's run class may import: the interface it declares and the checkpoints it keeps
 REAL_RUN_INTERFACE = {"gcbench.real.run.training_run", "gcbench.real.run.checkpoint"}
 # the one place run/ names a backend's folder: which run trains a variant (ddp/: a policy that runs without the
@@ -374,6 +375,13 @@ def test_each_real_folder_imports_only_the_folders_its_rule_allows():
         allowed = REAL_REACHES[own] | (REAL_RUN_NAMES.get(path.name, set()) if own == "run" else set())
         where = path.relative_to(PACKAGE.parent)
         assert reached <= allowed, f"{where} imports gcbench/real/{sorted(reached - allowed)}/"
+
+
+def test_the_emulated_cluster_knows_no_scenario_scheme_or_run():
+    """gcbench/real/emulation builds, runs in and tears down namespaces: of gcbench it imports only the errors."""
+    for path in sorted((REAL / "emulation").glob("*.py")):
+        outside = {name for name, _ in imports(path) if layer_of(name) and real_folder(name) != "emulation"}
+        assert outside <= EMULATION_IMPORTS, f"{path.relative_to(PACKAGE.parent)} imports {sorted(outside)}"
 
 
 def test_a_backends_run_class_imports_only_the_run_interface():

@@ -232,7 +232,7 @@ def test_a_sweep_across_three_emulated_ray_nodes_writes_the_files_of_a_local_run
     """Three Ray nodes, each in a network namespace of its own with its own raylet and object store, one CPU
     each: the tasks spread over them and their parts come back across the nodes' links, and the files are a
     local run's, bit for bit. (Run as a command: it re-runs itself inside the emulated cluster's node 0.)"""
-    from gcbench.emulation import namespaces_refused
+    from gcbench.real.emulation import namespaces_refused
 
     if namespaces_refused():
         pytest.skip(namespaces_refused())

@@ -113,7 +113,7 @@ def test_torchrun_across_two_emulated_nodes_trains_as_one_machine_and_crosses_th
     """torchrun --nnodes 2, one agent in each node's namespace, meeting at node 0's address: ranks 0 (the
     master) and 1 (worker 0's agent) on node 0, ranks 2 and 3 (workers 1 and 2) on node 1, whose uplink of
     2.5 MB/s each of their 755 kB gradients crosses (the topology says the same placement)."""
-    from gcbench.emulation import INTERFACE, EmulatedCluster, LinkRates, NodeSpec, namespaces_refused
+    from gcbench.real.emulation import INTERFACE, EmulatedCluster, LinkRates, NodeSpec, namespaces_refused
 
     if namespaces_refused():
         pytest.skip(namespaces_refused())

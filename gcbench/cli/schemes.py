@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from math import comb
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -38,16 +39,37 @@ def schemes(
         int | None,
         typer.Option("--s", help="Stragglers tolerated (default 1; a sequential scheme's follows from B, W, lam)."),
     ] = None,
+    nodes: Annotated[
+        int | None,
+        typer.Option(
+            "--nodes",
+            help="Whole-node losses: the workers on this many nodes, which sets of lost nodes still decode exactly.",
+        ),  # fmt: skip
+    ] = None,
+    placement: Annotated[
+        str | None,
+        typer.Option(
+            "--placement",
+            help="With --nodes: spread, pack, by_code (the one that survives the most "
+            "losses), or each worker's node, comma-separated (0,1,2,0,1,2); default: all three compared.",
+        ),  # fmt: skip
+    ] = None,
 ) -> None:
     """List the registered gradient-coding schemes, or show one instance in detail.
 
     After NAME, give any parameter the scheme declares as --NAME VALUE (e.g. --m 2 for cce_cr, --seed 4 for cr).
+    With --nodes K, show instead how many whole-node losses the instance survives on K nodes.
     """
     if name is not None and name.startswith("-"):
         raise GcbenchError(f"give the scheme name before its parameters, e.g. gcbench schemes cce_cr {name} 2.")
     if name is None:
+        if placement is not None:
+            raise GcbenchError("--placement places one scheme's workers: name it, e.g. gcbench schemes fr --nodes 3.")
         if ctx.args:
             raise GcbenchError(f"{ctx.args[0]} is a scheme parameter: name the scheme first, e.g. gcbench schemes cr.")
+        if nodes is not None:
+            print_node_loss_table(n, 1 if s is None else s, nodes)
+            return
         print_scheme_table()
         return
     params = scheme_options(name, ctx.args)
@@ -56,6 +78,11 @@ def schemes(
 
         derived = scheme_class(name).derived_s(params)
         s = 1 if derived is None else derived
+    if nodes is not None:
+        print_node_losses(name, n, s, params, nodes, placement)
+        return
+    if placement is not None:
+        raise GcbenchError("--placement places the workers on nodes: give --nodes too, e.g. --nodes 3.")
     print_scheme(name, n, s, params)
 
 
@@ -178,6 +205,144 @@ def print_scheme(name: str, n: int, s: int, params: dict[str, Any], console: Con
                       "gcbench.coding.make_scheme(...).coefficients holds it)")  # fmt: skip
     else:
         console.print(_coefficient_table(scheme))
+
+
+PLACEMENTS = ("spread", "pack", "by_code")
+
+
+def print_node_losses(name: str, n: int, s: int, params: dict[str, Any], nodes: int, placement: str | None,
+                      console: Console | None = None) -> None:  # fmt: skip
+    """How many whole-node losses one instance survives on ``nodes`` nodes, under a placement or each of
+    PLACEMENTS: the losses survived whatever nodes go, a smallest set that breaks it, and per number of lost nodes
+    the share of sets that still decode exactly (gcbench/coding/node_loss.py)."""
+    from rich import box
+    from rich.table import Table
+
+    from gcbench.coding import make_scheme
+    from gcbench.coding.node_loss import by_code, survival
+    from gcbench.models.topology import Topology
+
+    console = console or wide_console()
+    scheme = make_scheme(name, n=n, s=s, **params)
+    _check_nodes(n, nodes)
+    chosen = PLACEMENTS if placement is None else (placement,)
+    results = {}
+    for each in chosen:
+        if each == "by_code":
+            results[each] = by_code(scheme, nodes)
+        elif each in ("spread", "pack"):
+            results[each] = survival(scheme, Topology(nodes=nodes, placement=each).node_of(n))
+        else:
+            results["given"] = survival(scheme, _explicit_placement(each, n, nodes))
+    exact = "" if scheme.exact else " (an approximate code: only exact decodes count; the residual column says how far)"
+    console.print(f"[bold]{scheme!r}[/bold] on {nodes} nodes: the sets of lost nodes after which the workers left "
+                  f"decode exactly{exact}", highlight=False, soft_wrap=True)  # fmt: skip
+    for label, result in results.items():
+        placed = " ".join(str(k) for k in result.node_of)
+        if result.survives < 0:
+            verdict = "never exact, even with every node up"
+        else:
+            plural = "" if result.survives == 1 else "s"
+            verdict = "survives no node loss" if result.survives == 0 else (
+                f"survives any {result.survives} lost node{plural}"
+            )  # fmt: skip
+            if result.worst is not None:
+                verdict += f"; losing {_node_list(result.worst)} breaks it"
+        console.print(f"{label} (worker -> node: {placed}): {verdict}", highlight=False, soft_wrap=True)
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("lost nodes", justify="right")
+    table.add_column("sets", justify="right")
+    for label in results:
+        table.add_column(f"{label}: decode exactly", justify="right")
+        if not scheme.exact:
+            table.add_column(f"{label}: mean residual", justify="right")
+    for k in range(nodes):
+        row = [str(k), str(comb(nodes, k))]
+        for result in results.values():
+            row.append(f"{result.shares[k]:.0%}")
+            if not scheme.exact:
+                row.append(f"{result.residuals[k]:.3g}")
+        table.add_row(*row)
+    console.print(table)
+
+
+def print_node_loss_table(n: int, s: int, nodes: int, console: Console | None = None) -> None:
+    """Every registered scheme that takes n workers and s stragglers, on ``nodes`` nodes: the node losses it
+    survives under spread, pack and by_code, with the share of the next size's sets that still decode, and where
+    by_code puts the workers."""
+    from rich import box
+    from rich.table import Table
+
+    from gcbench.coding import SchemeParameterError, available_schemes, make_scheme
+    from gcbench.coding.node_loss import by_code, survival
+    from gcbench.models.topology import Topology
+
+    _check_nodes(n, nodes)
+    console = console or wide_console()
+    table = Table(title=f"Whole-node losses survived: {n} workers on {nodes} nodes, s = {s}", box=box.SIMPLE_HEAD)
+    for column in ("scheme", "spread", "pack", "by_code", "by_code's placement (worker -> node)"):
+        table.add_column(column, no_wrap=column == "scheme")
+    refused = []
+    for name in available_schemes():
+        try:
+            scheme = make_scheme(name, n=n, s=s)
+        except SchemeParameterError:
+            refused.append(name)
+            continue
+        results = [survival(scheme, Topology(nodes=nodes, placement=p).node_of(n)) for p in ("spread", "pack")]
+        results.append(by_code(scheme, nodes))
+        same = [p for p, r in zip(("spread", "pack"), results, strict=False) if r.node_of == results[2].node_of]
+        placed = f"= {same[0]}" if same else " ".join(map(str, results[2].node_of))
+        table.add_row(name, *(_survived(r) for r in results), placed)
+    console.print(table)
+    refusing = f" Not for these n and s: {', '.join(refused)}." if refused else ""
+    console.print("Each cell: the node losses survived whichever nodes are lost, and the share of the sets of one "
+                  "more lost node that still decode exactly (an approximate code counts only its exact decodes)."
+                  + refusing, highlight=False, soft_wrap=True)  # fmt: skip
+
+
+def _survived(result) -> str:
+    if result.survives < 0:
+        return "never exact"
+    more = result.survives + 1
+    if more >= len(result.shares):
+        return str(result.survives)
+    return f"{result.survives} ({result.shares[more]:.0%} of {more})"
+
+
+def _check_nodes(n: int, nodes: int) -> None:
+    from gcbench.coding.node_loss import MAX_SETS
+    from gcbench.models.topology import MAX_NODES
+
+    if not 1 <= nodes <= min(n, MAX_NODES) or 2**nodes > MAX_SETS:
+        most = min(n, MAX_NODES, MAX_SETS.bit_length() - 1)
+        raise GcbenchError(f"--nodes {nodes}: give 1 to {most} nodes for {n} workers (every node holds one or more, "
+                           f"and each of the 2^K sets of lost nodes is checked).")  # fmt: skip
+
+
+def _node_list(nodes: tuple[int, ...]) -> str:
+    """(0,) -> node 0; (0, 1) -> nodes 0 and 1; (0, 1, 2) -> nodes 0, 1 and 2."""
+    if len(nodes) == 1:
+        return f"node {nodes[0]}"
+    return f"nodes {', '.join(map(str, nodes[:-1]))} and {nodes[-1]}"
+
+
+def _explicit_placement(text: str, n: int, nodes: int) -> list[int]:
+    """``--placement 0,1,2,0,1,2``: each worker's node, checked."""
+    try:
+        node_of = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise GcbenchError(f"--placement {text}: give spread, pack, by_code, or each worker's node separated by "
+                           "commas (0,1,2,0,1,2).") from None  # fmt: skip
+    if len(node_of) != n:
+        raise GcbenchError(f"--placement {text}: names {len(node_of)} workers' nodes, and there are {n} workers.")
+    outside = [k for k in node_of if not 0 <= k < nodes]
+    if outside:
+        raise GcbenchError(f"--placement {text}: names node {outside[0]}, and the nodes are 0 to {nodes - 1}.")
+    empty = sorted(set(range(nodes)) - set(node_of))
+    if empty:
+        raise GcbenchError(f"--placement {text}: puts no worker on node {empty[0]}; every node needs one.")
+    return node_of
 
 
 MAX_TABLE_PARTITIONS = 24  # columns a terminal shows legibly

@@ -74,7 +74,7 @@ def emulated_tasks(nodes: int, ray: bool, address: str | None, check: bool) -> N
     where the tasks' Ray spans the nodes, and exit as that run did. Inside it, the run goes on here."""
     import sys
 
-    from gcbench.emulation import NodeSpec, require_namespaces
+    from gcbench.real.emulation import NodeSpec, require_namespaces
     from gcbench.real.run.emulated import inside_emulation, run_inside
 
     if inside_emulation() is not None:

@@ -80,12 +80,12 @@ def start_tasks_ray(address: str | None, console: Console) -> str:
     node of the emulated cluster this process runs in, or a local instance on the loopback interface; a process
     that has joined one already keeps it. What run.json's ``ray_cluster`` records: the address, "emulated:
     ADDRESSES", or "local"."""
-    from gcbench.emulation import Nodes
+    from gcbench.real.emulation import Nodes
     from gcbench.real.ray.start import start_ray
 
     nodes = Nodes.from_environment()
     if nodes is not None:  # inside an emulated cluster (gcbench simulate --ray --emulate): a Ray node on each node
-        from gcbench.emulation.ray_nodes import start_ray_nodes
+        from gcbench.real.emulation.ray_nodes import start_ray_nodes
 
         address = start_ray_nodes(nodes)
     start_ray(address)

@@ -3,7 +3,8 @@
 A worker alive at the start of an iteration crashes during it with
 ``probability`` (per iteration) or, with ``rate``, at an exponential time (per
 second of computing); it is down for ``downtime`` seconds from the iteration's
-start, or for good when ``downtime`` is null.
+start, or for good when ``downtime`` is null. At ``level: node`` a node crashes,
+and every worker on it with it.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ class CrashFailures(Config):
     probability: Annotated[float, Field(ge=0, le=1)] | None = None
     rate: Annotated[float, Field(ge=0)] | None = None
     downtime: Seconds | None = None
+    # what crashes: each worker on its own, or each node of the topology, taking every worker on it down together
+    # (a node's draw; with ``rate``, the node computes for as long as its busiest worker)
+    level: Literal["worker", "node"] = "worker"
 
     @model_validator(mode="after")
     def _one_of_probability_and_rate(self) -> CrashFailures:

@@ -1,7 +1,8 @@
 """Straggling: which workers are slow in which iteration, and how slow.
 
 A straggling worker's compute time is multiplied by ``slowdown`` and ``delay``
-seconds are added; ``delay_scaling: load`` multiplies the delay by the worker's
+seconds are added; at ``level: node`` the draws are a node's, and every worker on a
+straggling node is slowed together; ``delay_scaling: load`` multiplies the delay by the worker's
 load (slow per partition), ``once`` adds it once per iteration (a hiccup). Coding
 adds load, so it wins under ``once`` and can lose under ``load``.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from gcbench.models._config import Config, Seconds
 from gcbench.models._registry import Registry
@@ -25,6 +26,9 @@ class _Slowness(Config):
     slowdown: Annotated[float, Field(ge=1, le=1e6)] = 1.0
     delay: Seconds = 0.0
     delay_scaling: Literal["load", "once"] = "once"
+    # what straggles: each worker on its own, or each node of the topology, slowing every worker on it together
+    # (the draws are per node, then the node's workers share them: gcbench/scenario/draws.py)
+    level: Literal["worker", "node"] = "worker"
 
     def penalty(self, compute: np.ndarray, load: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Extra seconds that straggling (mask) adds to these compute times."""
@@ -88,14 +92,24 @@ class MarkovStraggling(_Slowness):
 
 @STRAGGLING.register
 class FixedStraggling(_Slowness):
-    """The listed workers straggle in every iteration."""
+    """The listed workers straggle in every iteration (at node level: the listed nodes, every worker on them)."""
 
     model: Literal["fixed"]
-    workers: list[Annotated[int, Field(ge=0)]]
+    workers: list[Annotated[int, Field(ge=0)]] | None = None
+    nodes: list[Annotated[int, Field(ge=0)]] | None = None
+
+    @model_validator(mode="after")
+    def _lists_what_straggles(self) -> FixedStraggling:
+        listed, other = ("nodes", "workers") if self.level == "node" else ("workers", "nodes")
+        if getattr(self, listed) is None or getattr(self, other) is not None:
+            raise ValueError(f"at level {self.level}, the fixed model lists its straggling {listed} (give {listed}, "
+                             f"not {other})")  # fmt: skip
+        return self
 
     def draw(self, rng: np.random.Generator, iterations: int, n: int, previous=None) -> np.ndarray:
+        """``n``: the workers, or at node level the nodes."""
         mask = np.zeros((iterations, n), dtype=bool)
-        mask[:, self.workers] = True
+        mask[:, self.nodes if self.level == "node" else self.workers] = True
         return mask
 
 

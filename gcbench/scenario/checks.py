@@ -34,10 +34,38 @@ def cross_field_problems(scenario: ScenarioFields) -> list[str]:
         problems.append(f"straggling.workers: worker ids must be < workers ({n})")
     if scenario.topology is not None:
         problems += scenario.topology.problems(n)
+    problems += node_level_problems(scenario)
     problems += network_problems(scenario)
     problems += contention_problems(scenario)
     variants = variant_problems(n, list(enumerate(scenario.variants)))
     return problems + size_problems(scenario) + variants + ([] if variants else training_problems(scenario))
+
+
+def node_level_problems(scenario: ScenarioFields) -> list[str]:
+    """Straggling and failures drawn per node need the topology's nodes, and a node's workers in step: the
+    iterations of a synchronous policy (an asynchronous one's jobs start on each worker's own clock)."""
+    problems = []
+    topology = scenario.topology
+    for field, model in (("straggling", scenario.straggling), ("failures", scenario.failures)):
+        if getattr(model, "level", "worker") != "node":
+            continue
+        if topology is None:
+            problems.append(f"{field}.level: node draws per node of the topology, and the scenario has none; give "
+                            "one (topology: {nodes: 2}, for example)")  # fmt: skip
+            continue
+        for i, variant in enumerate(scenario.variants):
+            if not variant.policy.synchronous:
+                problems.append(
+                    f"{field}.level: node strikes a node's workers in the same iteration, and variants[{i}]'s "
+                    f"policy {variant.policy.name} starts each worker's jobs on its own clock; use level: worker "
+                    "or a synchronous policy"
+                )
+                break
+    listed = getattr(scenario.straggling, "nodes", None) or []
+    outside = sorted(k for k in listed if topology is not None and k >= topology.nodes)
+    if outside:
+        problems.append(f"straggling.nodes: names node {outside[0]}, and the nodes are 0 to {topology.nodes - 1}")
+    return problems
 
 
 def network_problems(scenario: ScenarioFields) -> list[str]:

@@ -49,6 +49,8 @@ class DrawBlocks:
         held = np.array([len(scheme.partitions(w)) for w in range(scenario.workers)], dtype=float)
         self.warmup_loads = held - self.loads if scheme.pipelined else None  # what step 0 computes besides
         self.mask: np.ndarray | None = None  # the last row drawn: where a Markov chain carries on from
+        topology = scenario.topology  # each worker's node, where straggling or failures draw per node
+        self.node_of = None if topology is None else topology.node_of(scenario.workers)
         self.whole: tuple[np.ndarray, np.ndarray] | None = None  # (work, overhead) of every row, not blockwise
 
     def next(self, rows: int) -> RunDraws:
@@ -60,14 +62,33 @@ class DrawBlocks:
         dispatch, between = self.timings.rows(first, rows)
         if scenario.compute.cores is not None:  # the iteration's jobs share the machine's cores, each from its start
             work = processor_sharing(work, scenario.compute.cores, dispatch)
-        mask = scenario.straggling.draw(self.straggling, rows, scenario.workers, self.mask)
-        injected = scenario.straggling.penalty(work, self.loads * self.share, mask)
+        straggling = scenario.straggling
+        if getattr(straggling, "level", "worker") == "node":  # a node's draw, shared by its workers
+            drawn = straggling.draw(self.straggling, rows, scenario.topology.nodes, self.mask)
+            mask = drawn[:, self.node_of]
+        else:
+            mask = drawn = straggling.draw(self.straggling, rows, scenario.workers, self.mask)
+        injected = straggling.penalty(work, self.loads * self.share, mask)
         if scenario.compute.overhead is not None:  # without one, no second (rows, n) array
             injected = injected + overhead
         busy = work + injected
-        crash = scenario.failures.crashes(self.failures, busy)
-        self.drawn, self.mask = first + rows, mask[-1] if rows else self.mask
+        crash = self._crashes(busy)
+        self.drawn, self.mask = first + rows, drawn[-1] if rows else self.mask
         return RunDraws(self.loads * self.share, mask, injected, busy, crash, overhead, dispatch, between)
+
+    def _crashes(self, busy: np.ndarray) -> np.ndarray:
+        """Which jobs crash: each worker's draw, or at node level its node's (a node busy as long as its busiest
+        worker), shared by the node's workers."""
+        failures = self.scenario.failures
+        if getattr(failures, "level", "worker") != "node":
+            return failures.crashes(self.failures, busy)
+        nodes = self.scenario.topology.nodes
+        busiest = np.zeros((len(busy), nodes))
+        for k in range(nodes):
+            held = self.node_of == k
+            if held.any():
+                busiest[:, k] = busy[:, held].max(axis=1)
+        return failures.crashes(self.failures, busiest)[:, self.node_of]
 
     def _warmup_times(self) -> np.ndarray:
         """A pipelined scheme's step 0 fills each worker's cache: the other held partitions' compute times, from

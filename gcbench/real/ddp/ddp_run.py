@@ -59,7 +59,7 @@ class RankLauncher:
         self.zygote = zygote.Zygote(worker_environment(), (RANK,)) if zygote.usable() and nodes is None else None
         self.zygotes = None
         if nodes is not None:
-            from gcbench.emulation import INTERFACE
+            from gcbench.real.emulation import INTERFACE
 
             self.zygotes = zygote.NodeZygotes(nodes, worker_environment(), (RANK,), INTERFACE)
 

@@ -261,7 +261,7 @@ if __name__ == "__main__":
 
 class NodeZygotes:
     """One zygote for each node of an emulated cluster that holds a process of the run, started in the node's
-    network namespace as its first process is asked for (``nodes``: gcbench.emulation.Nodes; the environment
+    network namespace as its first process is asked for (``nodes``: gcbench.real.emulation.Nodes; the environment
     names the nodes' interface for gloo, which would otherwise advertise the loopback, unreachable from another
     node). A fork inherits its zygote's namespace: each process runs on its node, behind its links."""
 

@@ -60,12 +60,12 @@ class RayCluster(StreamedJobs, WallClockCluster):
         """Start a local Ray instance, or join the cluster at ``address``, unless no run needs one (an allreduce
         variant's ranks are torch.distributed processes on any backend)."""
         if any(run.needs_cluster for run in runs):
-            from gcbench.emulation import Nodes
+            from gcbench.real.emulation import Nodes
             from gcbench.real.ray.start import start_ray
 
             nodes = Nodes.from_environment()
             if nodes is not None:  # inside an emulated cluster (gcbench run --emulate): a Ray node on each node
-                from gcbench.emulation.ray_nodes import start_ray_nodes
+                from gcbench.real.emulation.ray_nodes import start_ray_nodes
 
                 address = start_ray_nodes(nodes)
             start_ray(address)
@@ -76,7 +76,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
         nodes are this machine's: they share its cores, however many Ray counts."""
         import ray
 
-        from gcbench.emulation import Nodes
+        from gcbench.real.emulation import Nodes
 
         if Nodes.from_environment() is not None:
             return True
@@ -136,7 +136,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
         placement = emulated_placement(self.scenario)
         if placement is None:
             return [{} for _ in range(self.n)]
-        from gcbench.emulation.ray_nodes import node_resource
+        from gcbench.real.emulation.ray_nodes import node_resource
 
         return [{"resources": {node_resource(node): 0.001}} for node in placement[1]]
 

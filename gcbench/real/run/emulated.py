@@ -4,7 +4,7 @@ This process builds the cluster from the scenario (its topology's nodes, each no
 to its ``bandwidth`` and ``downlink``, the network's or the node's own, and node 0's, the master's, to
 ``network.master``'s ``ingress`` and ``egress``: the links the simulator models, gcbench/models/wire.py) and runs
 the command again inside node 0, where the run's driver and the master
-live; that run finds the nodes in its environment (gcbench.emulation.Nodes) and its backend spreads the workers
+live; that run finds the nodes in its environment (gcbench.real.emulation.Nodes) and its backend spreads the workers
 over them (the Ray backend: a Ray node a node, each actor on its worker's node). A Ctrl-C or a SIGTERM is passed
 on to the run inside, which stops as a run on its own does (its checkpoints kept, exit 130 or 143); when it has
 ended, whatever way, the cluster goes, and everything started in it.
@@ -18,8 +18,8 @@ import subprocess
 import sys
 
 from gcbench.cluster import backend_class, real_backends
-from gcbench.emulation import EmulatedCluster, LinkRates, Nodes, NodeSpec, require_namespaces
 from gcbench.errors import GcbenchError
+from gcbench.real.emulation import EmulatedCluster, LinkRates, Nodes, NodeSpec, require_namespaces
 from gcbench.scenario.schema import Scenario
 
 
@@ -98,7 +98,7 @@ def _interruptible() -> None:
 
 def _pass_on(nsenter: subprocess.Popen, sig: int) -> None:
     """Send ``sig`` to the run inside (nsenter's child: nsenter itself only waits for it)."""
-    from gcbench.emulation.cluster import descendants
+    from gcbench.real.emulation.cluster import descendants
 
     for pid in descendants(nsenter.pid)[:1]:
         try:

@@ -97,7 +97,7 @@ class NodesLauncher:
     machine, so it needs no spare."""
 
     def __init__(self, rendezvous, timeout: float, nodes, worker_nodes: list[int]) -> None:
-        from gcbench.emulation import INTERFACE
+        from gcbench.real.emulation import INTERFACE
 
         self.port, self.timeout, self.worker_nodes = rendezvous.port, timeout, worker_nodes
         self.host = nodes.addresses[0]

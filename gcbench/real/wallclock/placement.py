@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from gcbench.emulation import INTERFACE, Nodes
+from gcbench.real.emulation import INTERFACE, Nodes
 
 
 def emulated_placement(scenario) -> tuple[Nodes, list[int]] | None:

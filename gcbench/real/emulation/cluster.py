@@ -1,7 +1,7 @@
 """An emulated cluster: K nodes, each a network namespace with its own address on a shared bridge and its links
 shaped, all inside one user namespace that needs no root (``unshare -rn``), on this machine.
 
-The namespaces' first process (gcbench/emulation/holder.py) builds them and holds them while this process keeps
+The namespaces' first process (gcbench/real/emulation/holder.py) builds them and holds them while this process keeps
 a pipe to it open. Closing the pipe, or this process dying in any way (SIGKILL included: the kernel closes the
 pipe), ends the holder; as the namespaces' init its end takes every process started inside with it, and the
 namespaces go with their last process. So a finished run, a Ctrl-C, a killed driver and a failed start all leave
@@ -26,9 +26,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gcbench.emulation.links import LinkRates
-from gcbench.emulation.support import require_namespaces
 from gcbench.errors import GcbenchError
+from gcbench.real.emulation.links import LinkRates
+from gcbench.real.emulation.support import require_namespaces
 
 SUBNET = "10.9.0"  # node k is SUBNET.(k + 1)
 ENVIRONMENT = "GCBENCH_EMULATED"  # how a process started inside finds the cluster: its nodes and scratch folder
@@ -74,7 +74,7 @@ class EmulatedCluster:
         sweep_scratch()
         self.scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
         command = ["unshare", "-rn", "--pid", "--fork", "--mount-proc", "--kill-child", sys.executable, "-m",
-                   "gcbench.emulation.holder"]  # fmt: skip
+                   "gcbench.real.emulation.holder"]  # fmt: skip
         # (a session of its own: a Ctrl-C in the terminal is this process's to handle, not the namespaces' end;
         # they end when this process closes the pipe or dies)
         self._unshare = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

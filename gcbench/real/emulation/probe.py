@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from gcbench.emulation.cluster import EmulatedCluster
+from gcbench.real.emulation.cluster import EmulatedCluster
 
 PORT = 5001
 RECEIVER = f"""

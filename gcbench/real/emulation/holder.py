@@ -1,4 +1,4 @@
-"""The first process of an emulated cluster's namespaces (``python -m gcbench.emulation.holder``, started by
+"""The first process of an emulated cluster's namespaces (``python -m gcbench.real.emulation.holder``, started by
 ``unshare -rn --pid --fork --mount-proc``): it builds the bridge and the nodes, says where they are, and holds them
 until its standard input closes. It is the namespaces' init: when it exits, for whatever reason, the kernel ends
 every process started inside them, and the namespaces go with their last process.
@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from gcbench.emulation.links import INTERFACE, shaping
+from gcbench.real.emulation.links import INTERFACE, shaping
 
 BRIDGE = "gcbr"
 NODE_NAME = "gcbench-node"  # node k's host name: gcbench-node<k>

@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gcbench.emulation.cluster import Nodes
 from gcbench.errors import GcbenchError
+from gcbench.real.emulation.cluster import Nodes
 
 HEAD_PORT = 6379
 LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # 0: Ray keeps to 127.0.0.1 and refuses other nodes

@@ -6,8 +6,8 @@ a node's link settings into the kernel's shaping; cluster.py builds the nodes, s
 tears everything down with the namespace's first process; ray_nodes.py starts Ray across the nodes. Nothing here
 knows a scenario or a scheme."""
 
-from gcbench.emulation.cluster import EmulatedCluster, Nodes, NodeSpec
-from gcbench.emulation.links import INTERFACE, LinkRates
-from gcbench.emulation.support import namespaces_refused, require_namespaces
+from gcbench.real.emulation.cluster import EmulatedCluster, Nodes, NodeSpec
+from gcbench.real.emulation.links import INTERFACE, LinkRates
+from gcbench.real.emulation.support import namespaces_refused, require_namespaces
 
 __all__ = ["INTERFACE", "EmulatedCluster", "LinkRates", "NodeSpec", "Nodes", "namespaces_refused", "require_namespaces"]

@@ -1,0 +1,139 @@
+"""A node straggling or crashing takes every worker on it (``straggling.level: node``, ``failures.level: node``):
+the draws a node's workers share, closed forms of the iteration time in both engines, and the scenarios refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from gcbench.cli import app
+from gcbench.scenario.build import scheme_for
+from gcbench.scenario.draws import draw_run
+from gcbench.sim.event import simulate_event
+from gcbench.sim.synchronous import simulate_synchronous
+
+from simhelpers import scenario
+
+ENGINES = {"vectorised": simulate_synchronous, "event": simulate_event}
+COMPUTE, DELAY, P = 0.1, 1.0, 0.2  # a partition's deterministic seconds; a straggling node's delay; its chance
+
+
+def node_scenario(**fields):
+    data = {
+        "workers": 6,
+        "iterations": 4000,
+        "compute": {"per_partition": {"distribution": "deterministic", "value": COMPUTE}},
+        "straggling": {"model": "independent", "level": "node", "probability": P, "delay": DELAY},
+        "topology": {"nodes": 3},
+    }
+    return scenario(**{**data, **fields})
+
+
+def mean_iteration(engine: str, sc) -> tuple[float, float]:
+    """The mean iteration and its standard error."""
+    durations = ENGINES[engine](sc, sc.variants[0], scheme_for(sc, sc.variants[0]), 0).duration
+    return float(durations.mean()), float(durations.std(ddof=1) / np.sqrt(len(durations)))
+
+
+def test_a_node_s_workers_share_its_draws_and_the_nodes_draw_apart():
+    sc = node_scenario(failures={"model": "crash", "level": "node", "probability": 0.2, "downtime": 0.5})
+    draws = draw_run(sc, scheme_for(sc, sc.variants[0]), 3)
+    node_of = sc.topology.node_of(6)  # spread: node k holds workers k and k + 3
+    for k in range(3):
+        held = np.flatnonzero(node_of == k)
+        for table in (draws.straggling, draws.crash):
+            assert (table[:, held] == table[:, held[:1]]).all()
+    assert not (draws.straggling[:, 0] == draws.straggling[:, 1]).all()
+    assert draws.straggling[:, 0].mean() == pytest.approx(P, abs=0.02)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_wait_all_under_node_stragglers_waits_for_any_straggling_node(engine):
+    """Six workers on three nodes, each node straggling with probability p: an iteration is c + d whenever any
+    of the 3 nodes straggles, c otherwise: mean c + d (1 - (1 - p)^3), against 1 - (1 - p)^6 for workers."""
+    for level, units in (("node", 3), ("worker", 6)):
+        straggling = {"model": "independent", "level": level, "probability": P, "delay": DELAY}
+        mean, error = mean_iteration(engine, node_scenario(straggling=straggling))
+        assert mean == pytest.approx(COMPUTE + DELAY * (1 - (1 - P) ** units), abs=4 * error)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_fr_spread_rides_out_a_straggling_node_and_packed_waits_for_it(engine):
+    """FR s=1 (groups (0, 1), (2, 3), (4, 5), load 2) under node stragglers. Packed, node k holds group k whole:
+    the iteration waits whenever any node straggles, 2c + d (1 - (1 - p)^3). Spread, each group's replicas are on
+    two nodes, one pair of nodes a group: it waits only when two nodes or more straggle, 2c + d (3p^2 (1 - p) +
+    p^3)."""
+    fr = [{"scheme": "fr", "s": 1}]
+    packed = node_scenario(variants=fr, topology={"nodes": 3, "placement": "pack"})
+    mean, error = mean_iteration(engine, packed)
+    assert mean == pytest.approx(2 * COMPUTE + DELAY * (1 - (1 - P) ** 3), abs=4 * error)
+    mean, error = mean_iteration(engine, node_scenario(variants=fr))
+    assert mean == pytest.approx(2 * COMPUTE + DELAY * (3 * P**2 * (1 - P) + P**3), abs=4 * error)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_fixed_slow_node_slows_each_of_its_workers(engine):
+    """Node 1 (workers 1 and 4, spread) four times slow in every iteration: uncoded waits 4c; FR spread, whose
+    groups have a replica off node 1, c times its load."""
+    slow = {"model": "fixed", "level": "node", "nodes": [1], "slowdown": 4.0}
+    sc = node_scenario(straggling=slow, iterations=5)
+    rec = ENGINES[engine](sc, sc.variants[0], scheme_for(sc, sc.variants[0]), 0)
+    assert rec.duration == pytest.approx([4 * COMPUTE] * 5, rel=1e-12)
+    assert rec.straggling[:, [1, 4]].all() and not rec.straggling[:, [0, 2, 3, 5]].any()
+    fr = node_scenario(straggling=slow, iterations=5, variants=[{"scheme": "fr", "s": 1}])
+    rec = ENGINES[engine](fr, fr.variants[0], scheme_for(fr, fr.variants[0]), 0)
+    assert rec.duration == pytest.approx([2 * COMPUTE] * 5, rel=1e-12)
+
+
+BASE = """\
+name: t
+workers: 4
+iterations: 5
+compute: {per_partition: {distribution: exponential, rate: 1}}
+variants: [{scheme: uncoded}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "straggling: {model: independent, level: node, probability: 0.1, delay: 1}\n",
+            "straggling.level: node draws per node of the topology, and the scenario has none; give one (topology: "
+            "{nodes: 2}, for example).",
+        ),
+        (
+            "failures: {model: crash, level: node, probability: 0.1}\n",
+            "failures.level: node draws per node of the topology, and the scenario has none",
+        ),
+        (
+            "topology: {nodes: 2}\nstraggling: {model: independent, level: node, probability: 0.1, delay: 1}\n"
+            "variants: [{scheme: uncoded, policy: async}]\n",
+            "straggling.level: node strikes a node's workers in the same iteration, and variants[0]'s policy async "
+            "starts each worker's jobs on its own clock; use level: worker or a synchronous policy.",
+        ),
+        (
+            "topology: {nodes: 2}\nstraggling: {model: fixed, level: node, workers: [1], delay: 1}\n",
+            "straggling: at level node, the fixed model lists its straggling nodes (give nodes, not workers).",
+        ),
+        (
+            "straggling: {model: fixed, nodes: [1], delay: 1}\n",
+            "straggling: at level worker, the fixed model lists its straggling workers (give workers, not nodes).",
+        ),
+        (
+            "topology: {nodes: 2}\nstraggling: {model: fixed, level: node, nodes: [2], delay: 1}\n",
+            "straggling.nodes: names node 2, and the nodes are 0 to 1.",
+        ),
+        (
+            "topology: {nodes: 2}\nstraggling: {model: independent, level: rack, probability: 0.1}\n",
+            "straggling.level: Input should be 'worker' or 'node'.",
+        ),
+    ],
+)
+def test_node_levels_a_scenario_cannot_have_are_one_sentence_and_exit_2(tmp_path, text, expected):
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE + text)
+    done = CliRunner().invoke(app, ["simulate", "--check", str(path)])
+    assert done.exit_code == 2, done.output
+    assert expected in done.stderr and done.stderr.count("\n") == 1, done.stderr
