@@ -297,6 +297,15 @@ def test_nonsense_is_refused_before_simulating(tmp_path, setting, expected):
         ),
         ("network: {unfairness: 1}\ntopology: {nodes: 2}\n", ": network.unfairness: Input should be less than 1.\n"),
         (
+            "network: {bandwidth: 1.0e+6, burst: 20000}\n",
+            ": network.burst: a token bucket on each node's fairly shared links, and this network has none (a "
+            "bandwidth alone gives each worker a link of its own at a fixed rate); give a topology.\n",
+        ),
+        (
+            "network: {burst: -1}\ntopology: {nodes: 2}\n",
+            ": network.burst: Input should be greater than or equal to 0.\n",
+        ),
+        (
             "network: {abandoned_messages: keep}\n",
             ": network.abandoned_messages: Input should be 'drop' or 'finish'.\n",
         ),

@@ -112,7 +112,7 @@ def emulated_cluster(scenario: Scenario) -> dict[str, Any]:
     """run.json's record of the emulated cluster this run trains on (none outside one): each node's address,
     link rates (bytes a second of message payload each way; null: unshaped) and the message bytes each link sends
     at once after idling (its token bucket: ``network.burst``), and each worker's node."""
-    from gcbench.emulation.links import payload_burst
+    from gcbench.real.emulation.links import payload_burst
     from gcbench.real.run.emulated import inside_emulation, node_specs, worker_nodes
 
     nodes = inside_emulation()
