@@ -61,6 +61,24 @@ def node_level_problems(scenario: ScenarioFields) -> list[str]:
                     "or a synchronous policy"
                 )
                 break
+    for i, entry in enumerate(getattr(scenario.failures, "schedule", [])):
+        where = f"failures.schedule[{i}]"
+        if entry.iteration >= scenario.iterations:
+            problems.append(f"{where}: crashes in iteration {entry.iteration}, and the run's iterations are 0 to "
+                            f"{scenario.iterations - 1}")  # fmt: skip
+        if entry.worker is not None and entry.worker >= scenario.workers:
+            problems.append(f"{where}: names worker {entry.worker}, and the workers are 0 to {scenario.workers - 1}")
+        if entry.node is not None and topology is None:
+            problems.append(f"{where}: names node {entry.node}, and the scenario has no topology; give one "
+                            f"(topology: {{nodes: {entry.node + 1}}}, for example) or name a worker")  # fmt: skip
+        elif entry.node is not None and entry.node >= topology.nodes:
+            problems.append(f"{where}: names node {entry.node}, and the nodes are 0 to {topology.nodes - 1}")
+        elif (
+            entry.node is not None
+            and not topology.problems(scenario.workers)
+            and not (topology.node_of(scenario.workers) == entry.node).any()
+        ):
+            problems.append(f"{where}: names node {entry.node}, which holds no worker")
     listed = getattr(scenario.straggling, "nodes", None) or []
     outside = sorted(k for k in listed if topology is not None and k >= topology.nodes)
     if outside:

@@ -32,6 +32,8 @@ class DrawnRows:
         self.busy, self.crash = Rows(self, "busy", lists=True), Rows(self, "crash", lists=True)
         self.straggling, self.injected = Rows(self, "straggling"), Rows(self, "injected")
         self.dispatch = Rows(self, "dispatch", lists=True) if scenario.network.dispatch is not None else None
+        scheduled = bool(getattr(scenario.failures, "schedule", []))  # (each crash's own downtime)
+        self.downtime = Rows(self, "downtime", lists=True) if scheduled else None
         self.between = None  # the master's time between iterations: synchronous runs only (their draws are whole)
 
     @property
@@ -45,7 +47,7 @@ class DrawnRows:
         while self.blocks.drawn <= row:
             block = self.blocks.next(min(self.block_rows, self.iterations - self.blocks.drawn))
             self.drawn.append(block)
-            for rows in (self.busy, self.crash, self.straggling, self.injected, self.dispatch):
+            for rows in (self.busy, self.crash, self.straggling, self.injected, self.dispatch, self.downtime):
                 if rows is not None:
                     rows.add(getattr(block, rows.field))
 

@@ -32,6 +32,9 @@ class RunDraws:
     overhead: np.ndarray  # (iterations, n) seconds of compute.overhead (zeros without one), part of injected
     dispatch: np.ndarray | None = None  # (iterations, n) seconds from a job's submission to its start (None: 0)
     between: np.ndarray | None = None  # (iterations,) the master's seconds after each iteration (None: 0)
+    # (iterations, n) seconds a crash in that job keeps its worker down (inf: for good); None: the failure model's
+    # downtime for every crash (no crash is scheduled)
+    downtime: np.ndarray | None = None
 
 
 class DrawBlocks:
@@ -73,8 +76,26 @@ class DrawBlocks:
             injected = injected + overhead
         busy = work + injected
         crash = self._crashes(busy)
+        crash, downtime = self._scheduled(crash, first, rows)
         self.drawn, self.mask = first + rows, drawn[-1] if rows else self.mask
-        return RunDraws(self.loads * self.share, mask, injected, busy, crash, overhead, dispatch, between)
+        return RunDraws(self.loads * self.share, mask, injected, busy, crash, overhead, dispatch, between, downtime)
+
+    def _scheduled(self, crash: np.ndarray, first: int, rows: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """The drawn crashes with the scheduled ones of these rows added, and each job's downtime where any crash
+        is scheduled in the run (None: none is; every crash is down for the model's downtime)."""
+        failures = self.scenario.failures
+        schedule = getattr(failures, "schedule", [])
+        if not schedule:
+            return crash, None
+        model = np.inf if failures.downtime is None else failures.downtime
+        downtime = np.full(crash.shape, model)
+        crash = crash.copy()
+        for entry in schedule:
+            if first <= entry.iteration < first + rows:
+                workers = [entry.worker] if entry.worker is not None else np.flatnonzero(self.node_of == entry.node)
+                crash[entry.iteration - first, workers] = True
+                downtime[entry.iteration - first, workers] = np.inf if entry.downtime is None else entry.downtime
+        return crash, downtime
 
     def _crashes(self, busy: np.ndarray) -> np.ndarray:
         """Which jobs crash: each worker's draw, or at node level its node's (a node busy as long as its busiest

@@ -219,6 +219,16 @@ class ScenarioFields(Config):
 
     @model_validator(mode="before")
     @classmethod
+    def _scheduled_failures_alone(cls, data: Any) -> Any:
+        """``failures: {schedule: [...]}`` without a model: the crash model with only the scheduled crashes."""
+        if isinstance(data, dict) and isinstance(data.get("failures"), dict):
+            failures = data["failures"]
+            if "model" not in failures and "schedule" in failures:
+                return {**data, "failures": {"model": "crash", **failures}}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _default_compression(cls, data: Any) -> Any:
         """The scenario's compression, where given, is each variant's that gives none: put there, so a variant
         carries what it runs (its label, its tables, run.json)."""

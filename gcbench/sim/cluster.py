@@ -69,6 +69,8 @@ class SimPyCluster(Cluster):
         self.dispatch = None if draws.dispatch is None else by_row(draws.dispatch)
         self.between = draws.between
         self.downtime = getattr(scenario.failures, "downtime", None)
+        # each job's own downtime where crashes are scheduled (failures.schedule; inf: for good), else None
+        self.downtimes = None if draws.downtime is None else by_row(draws.downtime)
         network = scenario.network
         # ``compressor``: the variant's (a message's size is its payload's; compressing and decompressing it take
         # their time on the way); None: messages travel uncompressed
@@ -240,12 +242,14 @@ class SimPyCluster(Cluster):
     def _crash(self, job: Job, begin: float) -> None:
         """Down from ``begin`` for its downtime, or for good; the failure is reported at ``begin``."""
         w = job.worker
-        recover = INF if self.downtime is None else begin + self.downtime
+        downtime = self.downtime if self.downtimes is None else self.downtimes[job.row][w]
+        forever = downtime is None or downtime == INF
+        recover = INF if forever else begin + downtime
         self.down_until[w] = self.free_at[w] = recover
-        if self.downtime is None:
+        if forever:
             self._dead.add(w)
         self._schedule(begin - self.env.now, Failure(w, begin, job))
-        if self.downtime is not None:
+        if not forever:
             self._schedule(recover - self.env.now, Restart(w, recover))
 
     def _reach_in(self, delay: float, worker: int, value) -> None:

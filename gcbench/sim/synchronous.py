@@ -78,7 +78,10 @@ class _Run:
         self.crashes = scenario.failures.model != "none"  # (without a failure model, no row to look for crashes in)
         compressor = variant.compressor
         self.size, self.delay = message_bytes(scenario, scheme, compressor), message_delay(scenario, scheme, compressor)
-        self.downtime = getattr(scenario.failures, "downtime", None)
+        model = getattr(scenario.failures, "downtime", None)
+        # each job's downtime if it crashes (a scheduled crash has its own; inf: for good)
+        self.downtime = np.inf if model is None else model
+        self.downtimes = draws.downtime
         # a sequential scheme: each round's end depends on the rounds before it, so every round is a step
         self.rounds = RoundCode(scheme, rec.iterations) if scheme.sequential else None
 
@@ -165,7 +168,7 @@ class _Run:
         sent = np.maximum(now, down_until)
         first = np.maximum(sent + dispatch, free_at)  # (adding 0.0 changes no time: times are never -0.0)
         crashed = np.isfinite(first) & self.crash[t]
-        recover = first + (np.inf if self.downtime is None else self.downtime)
+        recover = first + (self.downtime if self.downtimes is None else self.downtimes[t])
         previous_down = down_until
         down_until = np.where(crashed, recover, down_until)
         # a recovered worker redoes this iteration, sent again as it is back

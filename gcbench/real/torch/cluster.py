@@ -101,7 +101,7 @@ class TorchCluster(WallClockCluster):
             self.trains, self.spec = True, self._training_spec(data)
         self.rendezvous, self.launcher, self.scope = self._meeting_place()
         self.sessions = [self._spawn(w) for w in range(self.n)]
-        if self.downtime is not None and self.scenario.failures.model != "none":
+        if (self.downtime is not None or self.downtimes is not None) and self.scenario.failures.model != "none":
             self.launcher.keep_spare()  # starting beside the workers: a drawn crash's replacement is ready in time
         for session in self.sessions:  # each in a thread: the main thread waits on the queue, where Ctrl-C works
             threading.Thread(target=self._bring_up, args=(session,), daemon=True).start()

@@ -70,6 +70,8 @@ class WallClockCluster(RealBackend, Cluster):
         self.straggling, self.overhead = draws.straggling.tolist(), draws.overhead.tolist()
         self.busy = draws.busy.tolist()
         self.downtime = getattr(scenario.failures, "downtime", None)
+        # each job's own downtime where crashes are scheduled (failures.schedule; inf: for good), else None
+        self.downtimes = None if draws.downtime is None else draws.downtime.tolist()
         self.fractions = message_fractions(scheme)  # per worker that sends several messages: when each is ready
         self.trains, self.delay = False, 0.0
         self.data: list[dict] = [{} for _ in range(self.n)]  # per worker: partition -> its data, for restarts
@@ -145,7 +147,7 @@ class WallClockCluster(RealBackend, Cluster):
             self.versions[handle] = version
         if tasks is not None:
             self.tasks[handle] = tasks
-        if crash and self.downtime is None:
+        if crash and self._downtime(row, worker) is None:
             self._dead.add(worker)  # dead from now (as in the simulator); not brought back when its exit comes
         if self.back[worker]:
             self._dispatch(handle)
@@ -241,8 +243,16 @@ class WallClockCluster(RealBackend, Cluster):
         if w in self._dead:
             self._lose(w)
             return
-        self.down_until[w] = exited + (self.downtime if crash else 0.0)
+        self.down_until[w] = exited + (self._downtime(running.row, w) if crash else 0.0)
         self._restart(w)
+
+    def _downtime(self, row: int, worker: int) -> float | None:
+        """How long a crash in this job keeps its worker down (None: for good): the failure model's, or the
+        schedule's for a scheduled crash."""
+        if self.downtimes is None:
+            return self.downtime
+        downtime = self.downtimes[row][worker]
+        return None if downtime == INF else downtime
 
     def _restart(self, w: int) -> None:
         """Bring worker w back after its exit; its Restart is scheduled once it is ready."""
