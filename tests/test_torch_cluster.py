@@ -226,6 +226,28 @@ def test_a_drawn_crash_in_a_training_run_is_replaced_given_its_data_and_training
     assert later["compute_start"].notna().all()  # the replacement computed
 
 
+@pytest.mark.slow
+def test_a_scheduled_crash_for_good_loses_its_worker_and_a_code_goes_on_exactly():
+    """failures.schedule on the torch backend: worker 3 lost for good in iteration 2 (its process exits as its
+    job starts); FR s=1 decodes without it, every iteration exact, and it never computes again."""
+    from gcbench.real.run.variant_run import VariantRun
+
+    sc = scenario({"scheme": "fr", "s": 1}, failures={"schedule": [{"worker": 3, "iteration": 2, "downtime": None}]},
+                  iterations=5)  # fmt: skip
+    run = VariantRun(sc, 0, 0, DATA, None, backend="torch")
+    before = child_processes()
+    try:
+        run.run_block(sc.iterations)
+        iterations, workers = run.frames()
+    finally:
+        run.close()
+    assert child_processes() - before == set(), "worker processes outlived the run"
+    assert len(iterations) == 5 and iterations["exact"].all() and np.isfinite(iterations["loss"]).all()
+    lost = workers[workers["worker"] == 3].set_index("iteration")
+    assert lost.loc[2, "failed"] and not lost.loc[[0, 1], "failed"].any()
+    assert not np.isfinite(lost.loc[[3, 4], "compute_start"]).any()  # dead for good: never computes again
+
+
 RESUME = """\
 name: resume
 workers: 4
