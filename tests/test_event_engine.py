@@ -156,6 +156,8 @@ TOPOLOGIES = st.sampled_from(
         ({"nodes": 3, "placement": "pack"}, {"bandwidth": 2e8, "burst": 1.5e6, "master": {"ingress": 3e8}}),
         ({"nodes": 2}, {"bandwidth": 1e8, "downlink": 5e7, "burst": 6e6, "unfairness": 0.3}),
         ({"nodes": 3}, {"bandwidth": 1e8, "nodes": {2: {"bandwidth": 2e7, "burst": 3e6}}}),
+        # each variant's workers placed by its code
+        ({"nodes": 3, "placement": "by_code"}, {"bandwidth": 1e8, "master": {"ingress": 2e8}}),
     ]
 )
 # the times around the compute a calibrated scenario models: a job's dispatch, the master's time between iterations

@@ -137,3 +137,31 @@ def test_node_levels_a_scenario_cannot_have_are_one_sentence_and_exit_2(tmp_path
     done = CliRunner().invoke(app, ["simulate", "--check", str(path)])
     assert done.exit_code == 2, done.output
     assert expected in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_by_code_places_each_variant_s_workers_by_its_code():
+    """topology.placement: by_code is each variant's own map: the heterogeneous code's from the swap search (the
+    one that survives 3 lost nodes of 4), FR's spread; both engines give the same tables with it."""
+    from gcbench.coding.node_loss import by_code
+    from gcbench.scenario.build import placed
+
+    speeds = [1.0, 4.0, 7.0, 3.0, 6.0, 2.0, 5.0, 1.0]
+    variants = [{"scheme": "heterogeneous", "s": 2, "speeds": speeds}, {"scheme": "fr", "s": 1}]
+    sc = node_scenario(workers=8, iterations=50, topology={"nodes": 4, "placement": "by_code"}, variants=variants)
+    for variant in sc.variants:
+        scheme = scheme_for(sc, variant)
+        node_of = placed(sc, scheme).topology.node_of(8)
+        assert tuple(node_of) == by_code(scheme, 4).node_of
+        fast = simulate_synchronous(sc, variant, scheme, 0)
+        event = simulate_event(sc, variant, scheme, 0)
+        np.testing.assert_allclose(fast.duration, event.duration, rtol=1e-9)
+    fr = scheme_for(sc, sc.variants[1])
+    assert tuple(placed(sc, fr).topology.node_of(8)) == tuple(np.arange(8) % 4)
+
+
+def test_a_real_run_refuses_by_code_in_one_sentence(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE + "topology: {nodes: 2, placement: by_code}\ntraining: {dataset: synthetic}\n")
+    done = CliRunner().invoke(app, ["run", str(path), "--backend", "local", "--check"])
+    assert done.exit_code == 2, done.output
+    assert "topology.placement is by_code, which places each variant's workers by its code" in done.output

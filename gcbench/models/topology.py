@@ -3,7 +3,8 @@
 The master runs on node 0, beside the workers the placement puts there, as a driver runs on one machine of a
 cluster: a worker on node 0 reaches the master without crossing a link. ``spread`` deals the workers out in turn
 (worker w on node w mod K), ``pack`` fills each node before the next (n / K workers a node, the first n mod K nodes
-one more), and an explicit map names each node's workers. Without a topology every worker is a node
+one more), ``by_code`` places each variant's workers where its code survives the most whole-node losses (with
+spread's count a node), and an explicit map names each node's workers. Without a topology every worker is a node
 of its own, as before topologies existed.
 """
 
@@ -23,12 +24,17 @@ class Topology(Config):
     """K nodes and the workers' placement on them."""
 
     nodes: Annotated[int, Field(ge=1, le=MAX_NODES)]
-    placement: Literal["spread", "pack"] | dict[Annotated[int, Field(ge=0)], list[Annotated[int, Field(ge=0)]]] = (
-        "spread"
-    )
+    # by_code: each variant's workers where its code survives the most node losses (gcbench/coding/node_loss.py),
+    # resolved per variant (gcbench/scenario/build.py: ``placed``) into an explicit map
+    placement: (
+        Literal["spread", "pack", "by_code"] | dict[Annotated[int, Field(ge=0)], list[Annotated[int, Field(ge=0)]]]
+    ) = "spread"
 
     def node_of(self, workers: int) -> np.ndarray:
         """Each worker's node (index: the worker)."""
+        if self.placement == "by_code":
+            raise ValueError("topology.placement: by_code depends on the variant's scheme: resolve it per variant "
+                             "(gcbench.scenario.build.placed) before asking where a worker is")  # fmt: skip
         if self.placement == "spread":
             return np.arange(workers) % self.nodes
         if self.placement == "pack":  # (the first workers mod K nodes take one worker more)

@@ -1,4 +1,5 @@
-"""The scheme object a scenario's variant names (cached: construction checks conditioning)."""
+"""The scheme object a scenario's variant names (cached: construction checks conditioning), and the scenario as
+that variant runs it (its workers placed by its code, where the topology says ``by_code``)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,21 @@ def partition_shares(scenario: Scenario) -> dict[str, float]:
 def variant_labelled(scenario: Scenario, label: str) -> Variant | None:
     """The scenario's variant whose label is ``label`` (as the results tables name it), or None."""
     return next((variant for variant in scenario.variants if variant.display_label() == label), None)
+
+
+@lru_cache(maxsize=64)
+def _by_code(scheme: Scheme, nodes: int) -> tuple[int, ...]:
+    from gcbench.coding.node_loss import by_code
+
+    return by_code(scheme, nodes).node_of
+
+
+def placed(scenario: Scenario, scheme: Scheme) -> Scenario:
+    """The scenario with ``topology.placement: by_code`` made the explicit map ``scheme``'s code is placed by (the
+    scenario itself where the placement is another)."""
+    topology = scenario.topology
+    if topology is None or topology.placement != "by_code":
+        return scenario
+    node_of = _by_code(scheme, topology.nodes)
+    placement = {k: [w for w, node in enumerate(node_of) if node == k] for k in range(topology.nodes)}
+    return scenario.model_copy(update={"topology": topology.model_copy(update={"placement": placement})})

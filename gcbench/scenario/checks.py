@@ -75,6 +75,7 @@ def node_level_problems(scenario: ScenarioFields) -> list[str]:
             problems.append(f"{where}: names node {entry.node}, and the nodes are 0 to {topology.nodes - 1}")
         elif (
             entry.node is not None
+            and topology.placement != "by_code"  # (spread's counts: every node holds a worker)
             and not topology.problems(scenario.workers)
             and not (topology.node_of(scenario.workers) == entry.node).any()
         ):

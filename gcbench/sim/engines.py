@@ -10,7 +10,7 @@ from gcbench.errors import GcbenchError
 from gcbench.models.wire import Wire
 from gcbench.results.messages import sends_several
 from gcbench.results.recorder import RunRecorder
-from gcbench.scenario.build import scheme_for
+from gcbench.scenario.build import placed, scheme_for
 from gcbench.scenario.checks import VECTORISED_CANNOT_TRAIN
 from gcbench.scenario.schema import Scenario, Variant
 from gcbench.sim.event import simulate_event
@@ -48,6 +48,7 @@ def event_only(scenario: Scenario, variant: Variant) -> str | None:
     path gives each iteration a link of its own), a recovered worker's late jobs waiting for the master's time
     between iterations. A sequential scheme runs on both, the fast path stepping one round at a time."""
     scheme, label, policy = scheme_for(scenario, variant), variant.display_label(), variant.policy
+    scenario = placed(scenario, scheme)  # (topology.placement: by_code, this variant's code's)
     if scheme.pipelined:
         return (
             f"keeps no worker caches, and variant '{label}' uses {variant.scheme}, whose staleness is the age of the "

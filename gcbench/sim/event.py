@@ -17,6 +17,7 @@ from gcbench.master import decoding_quality, master_for
 from gcbench.results.recorder import RunRecorder
 from gcbench.results.rows import chunks
 from gcbench.results.sparse import SparseRecorder
+from gcbench.scenario.build import placed
 from gcbench.scenario.draw_rows import DrawnRows
 from gcbench.scenario.draws import RunDraws, draw_run
 from gcbench.scenario.schema import Scenario, Variant
@@ -30,6 +31,7 @@ def simulate_event(
     scenario: Scenario, variant: Variant, scheme: Scheme, seed: int, cluster_class: type[SimPyCluster] = SimPyCluster
 ) -> RunRecorder:
     """Run the master on a fresh SimPy cluster fed by the seeded draws; a ``cluster_class`` subclass adds behaviour."""
+    scenario = placed(scenario, scheme)  # (topology.placement: by_code, this variant's code's)
     draws = draws_for(scenario, variant, scheme, seed)
     synchronous = variant.policy.synchronous
     cluster = cluster_class(scenario, scheme, draws, link_per_job=synchronous, compressor=variant.compressor)

@@ -17,6 +17,7 @@ from gcbench.master.outcome import SimulationStuck, decoding_quality, stuck_iter
 from gcbench.master.sequential import RoundCode
 from gcbench.models.wire import Wire
 from gcbench.results.recorder import Emit, RunRecorder
+from gcbench.scenario.build import placed
 from gcbench.scenario.draws import RunDraws, draw_run, message_bytes, message_delay, weights_bytes
 from gcbench.scenario.schema import Scenario, Variant
 
@@ -39,6 +40,7 @@ def simulate_synchronous(
 
     ``worker_times`` false (no workers table is written): the per-worker times are not computed at all, and the
     recorder's ``compute_start``, ``compute_end`` and ``arrival`` mean nothing (its other arrays are whole)."""
+    scenario = placed(scenario, scheme)  # (topology.placement: by_code, this variant's code's)
     draws = draw_run(scenario, scheme, seed)
     n = scenario.workers
     window = max(1, CHUNK_ELEMENTS // n, BLOCK_ELEMENTS // n) if workers is not None else None

@@ -30,6 +30,7 @@ from gcbench.cluster import Failure, Job, Result
 from gcbench.compression import MessageCompressor
 from gcbench.master import decoding_quality, master_for
 from gcbench.results.recorder import RunRecorder
+from gcbench.scenario.build import placed
 from gcbench.scenario.draws import draw_run
 from gcbench.sim.cluster import SimPyCluster
 from gcbench.sim.event import draws_for
@@ -222,6 +223,7 @@ def simulate_training(
     scenario: Scenario, variant: Variant, scheme: Scheme, seed: int, data: Dataset | None = None
 ) -> RunRecorder:
     """The event engine with a learner: loss per iteration (update), test accuracy every ``eval_every``."""
+    scenario = placed(scenario, scheme)  # (topology.placement: by_code, this variant's code's)
     training = scenario.training
     data = data if data is not None else cached_data(scenario)
     draws = draws_for(scenario, variant, scheme, seed)

@@ -77,6 +77,12 @@ def check_real(scenario: Scenario, path: Path) -> None:
     if training.dataset == "synthetic" and training.data_dir:
         raise GcbenchError(f"{path}: training.data_dir ({training.data_dir}) is for cifar10; the dataset is synthetic.")
     refuse_allreduce_failures(scenario, path)
+    if scenario.topology is not None and scenario.topology.placement == "by_code":
+        raise GcbenchError(
+            f"{path}: topology.placement is by_code, which places each variant's workers by its code, and a real "
+            "run's workers stay on their nodes for the whole run; give spread, pack or the map `gcbench schemes "
+            "NAME --nodes K --placement by_code` prints for the code you run."
+        )
     partitions_of = [(f"variant '{v.display_label()}'", scheme_for(scenario, v).k) for v in scenario.variants]
     for label, partitions in partitions_of + [("the local backend", scenario.workers)]:
         if training.batch_size % partitions:
