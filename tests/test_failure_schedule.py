@@ -133,3 +133,32 @@ def test_a_schedule_the_run_cannot_keep_is_one_sentence_and_exit_2(tmp_path, tex
     done = CliRunner().invoke(app, ["simulate", "--check", str(path)])
     assert done.exit_code == 2, done.output
     assert expected in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_the_tables_say_each_worker_s_node_and_each_iteration_s_lost_nodes(tmp_path):
+    """With a topology the workers table has each worker's node and the iterations table the nodes lost whole:
+    node 1 (workers 1 and 4) lost for good in iteration 3 is one node lost from then on; without a topology,
+    neither column."""
+    from gcbench.results import read_results
+
+    text = """\
+name: lost
+workers: 6
+iterations: 6
+compute: {per_partition: {distribution: deterministic, value: 0.1}}
+topology: {nodes: 3}
+failures: {schedule: [{node: 1, iteration: 3, downtime: null}, {worker: 0, iteration: 1, downtime: 0.05}]}
+variants: [{scheme: fr, s: 1}]
+"""
+    for name, scenario_text in (("with", text), ("without", text.replace("topology: {nodes: 3}\n", "").replace(
+            "{node: 1, iteration: 3, downtime: null}, ", ""))):  # fmt: skip
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(scenario_text)
+        done = CliRunner().invoke(app, ["simulate", str(path), "--out", str(tmp_path / name)])
+        assert done.exit_code == 0, done.output
+        iterations, workers, _ = read_results(tmp_path / name)
+        if name == "without":
+            assert "node" not in workers and "nodes_lost" not in iterations
+            continue
+        assert workers.groupby("worker")["node"].first().tolist() == [0, 1, 2, 0, 1, 2]
+        assert iterations.sort_values("iteration")["nodes_lost"].tolist() == [0, 0, 0, 1, 1, 1]

@@ -5,6 +5,8 @@ and a run that trains (real, or simulated with training.in_simulator) adds loss,
 after them.
 """
 
+import numpy as np
+
 from gcbench import stops
 
 # The policy column of a variant whose scenario names no policy (gcbench.policies.Decodable; a test holds them
@@ -49,6 +51,13 @@ TRAINED_COLUMNS = {
     "compression_error": "||decoded - exact decoded|| / ||exact decoded|| where messages were compressed, else NaN",
 }
 
+# what a scenario with a topology adds, both modes (docs/results.md): the workers table's ``node``, and the
+# iterations table's ``nodes_lost``
+TOPOLOGY_COLUMNS = {
+    "node": "the node the worker ran on (topology.placement; by_code: the variant's own)",
+    "nodes_lost": "nodes every worker of which crashed or was down this iteration",
+}
+
 WORKER_COLUMNS = {
     "variant": "as in the iterations table",
     "point": "as in the iterations table",
@@ -91,3 +100,9 @@ MESSAGE_COLUMNS = {
     "arrival": "when it reached the master",
     "used": "True when the master used it",
 }
+
+
+def nodes_lost(failed: np.ndarray, node_of: np.ndarray) -> np.ndarray:
+    """Per iteration (a row of ``failed``: iterations x workers), the nodes every worker of which failed."""
+    held = [np.flatnonzero(node_of == k) for k in np.unique(node_of)]
+    return np.sum([failed[:, workers].all(axis=1) for workers in held], axis=0).astype(np.int64)

@@ -17,9 +17,10 @@ import pyarrow as pa
 
 from gcbench.results.arrow import arrow_table, value_types
 from gcbench.results.rows import chunks, identity, worker_keys
+from gcbench.results.schema import nodes_lost
 from gcbench.results.stream import ENCODED, ResultsWriter, part_writer
 from gcbench.results.summary import RunningSummary
-from gcbench.scenario.build import scheme_for
+from gcbench.scenario.build import placed, scheme_for
 from gcbench.scenario.draws import message_bytes
 from gcbench.scenario.loading import SweepPoint
 
@@ -62,9 +63,14 @@ def write_task(
                     point=index, values=point.values)  # fmt: skip
     loads = np.array([scheme.step_load(w) for w in range(scenario.workers)])
     repeated = worker_keys(keys)
+    # with a topology, each worker's node (the variant's own under by_code) and each iteration's nodes lost
+    node_of = None if scenario.topology is None else placed(scenario, scheme).topology.node_of(scenario.workers)
 
     def emit(rec, first: int, end: int) -> None:
-        writer.workers(arrow_table(rec.worker_rows(loads, first, end), repeated, tables.kinds))
+        columns = rec.worker_rows(loads, first, end)
+        if node_of is not None:
+            columns["node"] = node_of[columns["worker"]]
+        writer.workers(arrow_table(columns, repeated, tables.kinds))
 
     engine = engine_for(scenario, variant)
     if engine == "vectorised":
@@ -80,6 +86,8 @@ def write_task(
     if variant.policy.needs_master:  # (an all-reduce has no master to receive messages)
         rec.message_bytes = message_bytes(scenario, scheme, variant.compressor)
     columns = rec.iteration_columns(tables.trained, stop_text=False)
+    if node_of is not None:
+        columns["nodes_lost"] = nodes_lost(rec.failed, node_of)
     writer.iterations(arrow_table(columns, keys, tables.kinds, encoded=ENCODED))
     return keys, columns
 

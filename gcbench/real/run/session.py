@@ -102,10 +102,14 @@ class Session:
         iterations = [f for f, _ in frames if f is not None and len(f)]
         workers = [w for _, w in frames if w is not None and len(w)]
         workers = pd.concat(workers, ignore_index=True) if workers else None
+        iterations = pd.concat(iterations, ignore_index=True) if iterations else None
         topology = self.scenario.topology
         if workers is not None and topology is not None:  # each worker's node (none without a topology)
             workers["node"] = topology.node_of(self.scenario.workers)[workers["worker"].to_numpy()]
-        return pd.concat(iterations, ignore_index=True) if iterations else None, workers
+            if iterations is not None:
+                iterations = iterations.merge(_nodes_lost(workers), on=KEYS, how="left")
+                iterations["nodes_lost"] = iterations["nodes_lost"].fillna(0).astype("int64")
+        return iterations, workers
 
     def messages_table(self) -> pd.DataFrame | None:
         """Every run's messages table (None: no run's workers send several messages)."""
@@ -170,3 +174,12 @@ class sigterm_as_interrupt:
 
     def __exit__(self, *exc: object) -> None:
         signal.signal(signal.SIGTERM, self.previous)
+
+
+KEYS = ["variant", "point", "seed", "iteration"]
+
+
+def _nodes_lost(workers: pd.DataFrame) -> pd.DataFrame:
+    """Per (variant, point, seed, iteration), the nodes every worker of which failed (iterations' ``nodes_lost``)."""
+    down = workers.groupby([*KEYS, "node"], observed=True)["failed"].all().rename("nodes_lost")
+    return down.groupby(level=KEYS, observed=True).sum().reset_index()
