@@ -173,6 +173,7 @@ def test_gcbench_recommend_prints_the_best_and_writes_its_files(tmp_path):
         (["--policies", "k_async"], "recommend cannot choose k_async (asynchronous ones with training only)"),
         (["--policies", "deadline"], "recommend cannot choose deadline"),
         (["--max-s", "-1"], "--max-s must be at least 0"),
+        (["--placements", "pack"], "--placements places the workers on the scenario's nodes, and it has no topology"),
     ],
 )
 def test_bad_filters_are_one_sentence(tmp_path, args, message):
@@ -269,3 +270,34 @@ def test_m_sgc_candidates_are_its_admissible_burst_window_and_lambda_at_their_sh
         assert candidate.kind == "stale" and candidate.delay == W - 2 + B and candidate.variant.s == lam
         share = (W - 1 + B) * (lam + 1) / ((W - 1) * (lam + 1) + B)
         assert candidate.load == pytest.approx(share)
+
+
+NODE_STRAGGLERS = "straggling: {model: independent, level: node, probability: 0.2, delay: 1.0}\ntopology: {nodes: 3}\n"
+
+
+def test_with_a_topology_a_candidate_is_also_where_its_workers_run(tmp_path):
+    """Each candidate but the reference at spread, pack and by_code (or those --placements names); under node
+    stragglers FR spread rides out a slow node, packed it waits for one: spread ranks above pack, and the pick's
+    placement goes into the scenario --write-scenario writes."""
+    sc = scenario_of(cluster(tmp_path, extra=NODE_STRAGGLERS))
+    labels = [c.variant.display_label() for c in enumerate_candidates(sc, ["uncoded", "fr"], max_s=1)]
+    assert labels == ["uncoded", *(f"{name} @{p}" for name in ("uncoded/fastest-5", "fr(s=1)")
+                                   for p in ("spread", "pack", "by_code"))]  # fmt: skip
+    only = enumerate_candidates(sc, ["fr"], max_s=1, placements=["pack"])
+    assert [(c.variant.display_label(), c.placement) for c in only] == [("fr(s=1) @pack", "pack")]
+    with pytest.raises(GcbenchError, match="--placements: diagonal is not one of spread, pack, by_code"):
+        enumerate_candidates(sc, ["fr"], placements=["diagonal"])
+    table, basis = recommend(
+        sc, enumerate_candidates(sc, ["uncoded", "fr"], max_s=1, policies=["wait_all", "decodable"]), 400
+    )
+    ranked = table["candidate"].tolist()
+    assert ranked.index("fr(s=1) @spread") < ranked.index("fr(s=1) @pack")
+    assert basis["merged"].get("fr(s=1) @spread") == ["fr(s=1) @by_code"]  # (FR's by_code is spread)
+    picked = tmp_path / "picked.yaml"
+    args = ["recommend", str(tmp_path / "cluster.yaml"), "--schemes", "uncoded,fr", "--max-s", "1", "--policies",
+            "wait_all,decodable", "--iterations", "300", "--out", str(tmp_path / "out"), "--write-scenario",
+            str(picked)]  # fmt: skip
+    done = runner.invoke(app, args)
+    assert done.exit_code == 0, done.output
+    assert "Its workers placed: topology.placement: spread" in done.output
+    assert scenario_of(picked).topology.placement == "spread"

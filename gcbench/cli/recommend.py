@@ -30,6 +30,14 @@ def recommend(
             help="Only these policies: wait_all, decodable, fastest_k (and k_async where the scenario trains).",
         ),
     ] = None,
+    placements: Annotated[
+        str | None,
+        typer.Option(
+            "--placements",
+            metavar="a,b",
+            help="Where a scenario with a topology has each candidate's workers: spread, pack, by_code (default: all).",
+        ),
+    ] = None,
     max_burst: Annotated[
         int, typer.Option("--max-burst", min=1, help="sr_sgc: the longest burst B it tries (W - 1 a multiple of B).")
     ] = 2,
@@ -68,7 +76,8 @@ def recommend(
         raise GcbenchError(f"--out {out}: holds files already; add --force to overwrite them, or choose another.")
     check_scheme_names(_names(schemes))
     scenario, origin = cluster_of(source, command_line(sets, seeds))
-    candidates = enumerate_candidates(scenario, _names(schemes), max_s, _names(policies), max_burst, max_window)
+    candidates = enumerate_candidates(scenario, _names(schemes), max_s, _names(policies), max_burst, max_window,
+                                      _names(placements))  # fmt: skip
     count = iterations or DEFAULT_ITERATIONS
     say(console, f"{origin}: {len(candidates)} candidates, {count} iterations x {len(scenario.seeds)} seed(s) each")
     if write_scenario is not None and write_scenario.is_dir():  # (said before the candidates' minutes, not after)
@@ -96,7 +105,7 @@ def _names(text: str | None) -> list[str] | None:
         return None
     names = [name.strip() for name in text.split(",") if name.strip()]
     if not names:
-        raise GcbenchError("--schemes and --policies take comma-separated names, and one was empty.")
+        raise GcbenchError("--schemes, --policies and --placements take comma-separated names, and one was empty.")
     return names
 
 

@@ -37,8 +37,9 @@ def _panel(ax, rows: pd.DataFrame, top: int) -> None:
     y = np.arange(len(rows))
     value = rows["value"].to_numpy(dtype=float)
     finite = np.isfinite(value)
-    low = np.where(np.isfinite(rows["ci_low"]), value - rows["ci_low"], 0.0)
-    high = np.where(np.isfinite(rows["ci_high"]), rows["ci_high"] - value, 0.0)
+    # (a run whose iterations all took one time has an interval of that time, its ends a rounding either side)
+    low = np.maximum(np.where(np.isfinite(rows["ci_low"]), value - rows["ci_low"], 0.0), 0.0)
+    high = np.maximum(np.where(np.isfinite(rows["ci_high"]), rows["ci_high"] - value, 0.0), 0.0)
     for i, row in enumerate(rows.itertuples()):
         if not finite[i]:
             continue

@@ -15,7 +15,7 @@ import yaml
 
 from gcbench.errors import GcbenchError
 from gcbench.scenario.schema import Scenario, Variant
-from gcbench.twin.candidates import REFERENCE, Candidate, with_variants
+from gcbench.twin.candidates import REFERENCE, Candidate, with_placement, with_variants
 from gcbench.twin.recommend import NEAR
 
 
@@ -25,6 +25,7 @@ class Advice:
     pick: str  # the picked candidate's label
     close: list[str]  # the near ties, distinct candidates within NEAR of the pick, best first
     variants: list[Variant]  # uncoded, the pick and its near ties: what --write-scenario runs
+    placement: str | None = None  # the pick's placement (a scenario with a topology): the written scenario's
 
 
 def advise(table: pd.DataFrame, basis: dict, candidates: list[Candidate], scenario: Scenario) -> Advice:
@@ -51,7 +52,10 @@ def advise(table: pd.DataFrame, basis: dict, candidates: list[Candidate], scenar
     variants = variants_of([REFERENCE, pick["candidate"], *(row["candidate"] for row in close)], candidates)
     pick_variant = variants[1] if pick["candidate"] != REFERENCE else variants[0]
     lines.append(f"As a scenario's variant: {variant_yaml(pick_variant)}")
-    return Advice(lines, str(pick["candidate"]), [str(row["candidate"]) for row in close], variants)
+    placement = next((c.placement for c in candidates if c.variant.display_label() == pick["candidate"]), None)
+    if placement is not None:
+        lines.append(f"Its workers placed: topology.placement: {placement} (the scenario it is written to says so).")
+    return Advice(lines, str(pick["candidate"]), [str(row["candidate"]) for row in close], variants, placement)
 
 
 def reference_value(table: pd.DataFrame) -> float:
@@ -114,6 +118,8 @@ def write_scenario(scenario: Scenario, advice: Advice, path: Path) -> Path:
     if not path.parent.exists():
         raise GcbenchError(f"--write-scenario {path}: the folder {path.parent} does not exist.")
     chosen = with_variants(scenario, advice.variants)
+    if advice.placement is not None:  # the pick's placement: its near ties run there too
+        chosen = with_placement(chosen, advice.placement)
     data = chosen.model_dump(mode="json", exclude_none=True)
     data.pop("sweep", None)
     data["name"] = f"{scenario.name}-picked"[:100]  # (its results are not the swept scenario's)

@@ -7,6 +7,8 @@ applies to a scenario's workers, each a variant the scenario's checks accept.
   parameter ``d``, set to s + 1 so an approximate code computes what an exact one at s does;
 - with training in the simulator, also ``k_async`` at those k (its updates are not iterations, so only a time to
   accuracy ranks it);
+- where the scenario has a topology, each of those at each placement (spread, pack, by_code), labelled
+  ``name @placement``: a code is a choice of scheme, s and where its workers run;
 - a sequential scheme (``sr_sgc``, ``m_sgc``), where ``schemes`` names it, at every admissible (B, W, lambda)
   with B <= max_burst, W <= max_window (default ``MAX_BURST``, ``MAX_WINDOW``) and its s (sr_sgc's s' =
   ceil(B lambda / (W - 1 + B)), m_sgc's lambda) at most max_s (the paper's search, on the scenario's own
@@ -18,7 +20,7 @@ out of it, as is one the scenario's checks refuse.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gcbench.coding import available_schemes, scheme_class
 from gcbench.errors import GcbenchError
@@ -32,6 +34,7 @@ ASYNCHRONOUS = ("k_async",)  # ranked only by a time to accuracy: the scenario m
 KINDS = ("exact", "approximate", "stale")
 REFERENCE = "uncoded"  # the label of uncoded with wait_all: every speedup is over it
 MAX_BURST, MAX_WINDOW = 2, 5  # a sequential scheme's bursts and windows recommend tries, at most, by default
+PLACEMENTS = ("spread", "pack", "by_code")  # where a scenario with a topology has each candidate's workers run
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,12 @@ class Candidate:
     m: int  # slices per gradient: a message is 1/m of one
     pipelined: bool  # computes one partition a step, decoding from cached (stale) partition gradients
     delay: int = 0  # rounds from a job's dispatch to its decode (a sequential scheme's B), 0 for the rest
+    placement: str | None = None  # where its workers run (topology.placement; None: the scenario's own)
+
+    def scenario(self, scenario: Scenario, iterations: int | None = None) -> Scenario:
+        """The scenario running this candidate alone (at its placement)."""
+        single = with_variants(scenario, [self.variant], iterations)
+        return single if self.placement is None else with_placement(single, self.placement)
 
     @property
     def kind(self) -> str:
@@ -61,11 +70,12 @@ def check_scheme_names(schemes: list[str] | None) -> None:
 
 
 def enumerate_candidates(scenario: Scenario, schemes: list[str] | None = None, max_s: int | None = None,
-                         policies: list[str] | None = None, max_burst: int = MAX_BURST,
-                         max_window: int = MAX_WINDOW) -> list[Candidate]:  # fmt: skip
+                         policies: list[str] | None = None, max_burst: int = MAX_BURST, max_window: int = MAX_WINDOW,
+                         placements: list[str] | None = None) -> list[Candidate]:  # fmt: skip
     """The candidates for ``scenario``'s workers, filtered by scheme and policy names and the largest s (and, for
     a sequential scheme, the largest B and W); refused in one sentence where a name is unknown or nothing is
-    left."""
+    left. Where the scenario has a topology, each candidate at each of ``placements`` (default PLACEMENTS; the
+    reference at the scenario's own): a candidate is then a scheme, s, a policy and a placement."""
     n = scenario.workers
     known = available_schemes()
     # a sequential scheme's (B, W, lambda) search is tens of candidates, each a round at a time: asked for by name
@@ -89,18 +99,46 @@ def enumerate_candidates(scenario: Scenario, schemes: list[str] | None = None, m
         with_variants(scenario, [Variant(label=REFERENCE, scheme="uncoded", policy={"name": "wait_all"})])
     except ValueError as error:
         raise GcbenchError(f"the scenario cannot run the candidates: {_first_problem(error)}.") from None
+    placed = _placements(scenario, placements)
     found = []
     for name in schemes:
         for variant in _variants(name, n, top, policies, (max_burst, max_window)):
             candidate = _candidate(scenario, variant)
-            if candidate is not None:
+            if candidate is None:
+                continue
+            if candidate.variant.display_label() == REFERENCE or not placed:
                 found.append(candidate)
+                continue
+            for placement in placed:
+                label = f"{candidate.variant.display_label()} @{placement}"
+                found.append(replace(candidate, variant=candidate.variant.model_copy(update={"label": label}),
+                                     placement=placement))  # fmt: skip
     if not found:
         raise GcbenchError(
             f"no candidate is left for {n} workers with --schemes {', '.join(schemes)}, --policies "
             f"{', '.join(policies)} and s up to {top}; widen the filters."
         )
     return found
+
+
+def _placements(scenario: Scenario, placements: list[str] | None) -> list[str]:
+    """The placements each candidate is tried at: none without a topology (refused where asked for)."""
+    if scenario.topology is None:
+        if placements:
+            raise GcbenchError("--placements places the workers on the scenario's nodes, and it has no topology; "
+                               "give one (--set topology.nodes=2, for example).")  # fmt: skip
+        return []
+    placements = list(PLACEMENTS) if placements is None else placements
+    wrong = [p for p in placements if p not in PLACEMENTS]
+    if wrong:
+        raise GcbenchError(f"--placements: {', '.join(wrong)} is not one of {', '.join(PLACEMENTS)}.")
+    return placements
+
+
+def with_placement(scenario: Scenario, placement: str) -> Scenario:
+    """The scenario with its workers placed so (topology.placement)."""
+    topology = scenario.topology.model_copy(update={"placement": placement})
+    return scenario.model_copy(update={"topology": topology})
 
 
 def _variants(name: str, n: int, top: int, policies: list[str], bounds: tuple[int, int]) -> list[Variant]:

@@ -19,7 +19,7 @@ from gcbench.results.summary import mean_confidence_interval
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.schema import Scenario
 from gcbench.twin.attribution import attribution_table
-from gcbench.twin.candidates import KINDS, REFERENCE, Candidate, uncoded_candidate, with_variants
+from gcbench.twin.candidates import KINDS, REFERENCE, Candidate, uncoded_candidate
 
 DEFAULT_ITERATIONS = 2000
 COLUMNS = {
@@ -57,7 +57,7 @@ def recommend(scenario: Scenario, candidates: list[Candidate], iterations: int =
         reference = uncoded_candidate(scenario)
     rows, chronic, reference_value = [], {}, np.nan
     for candidate in [reference, *[c for c in candidates if c is not reference]]:
-        single = with_variants(scenario, [candidate.variant], iterations)
+        single = candidate.scenario(scenario, iterations)
         recorders = [_simulate(single, seed) for seed in seeds]
         row = _row(candidate, recorders, seeds, target if trains else None)
         if candidate is reference:
@@ -112,7 +112,8 @@ def _same(candidate: Candidate, merged: dict) -> str:
     if candidate.delay and all(c.variant.scheme == scheme for c in same):  # the same s, other (burst, window, lambda)
         tuples = [tuple(c.variant.scheme_params()[k] for k in ("burst", "window", "lam")) for c in same]
         return f" ((burst, window, lam) = {', '.join(str(t).replace(' ', '') for t in tuples)} run the same)"
-    alike = [c for c in same if c.variant.scheme == scheme and c.variant.policy == candidate.variant.policy]
+    alike = [c for c in same if c.variant.scheme == scheme and c.variant.policy == candidate.variant.policy
+             and c.placement == candidate.placement]  # fmt: skip
     others = [c.variant.display_label() for c in same if c not in alike]
     parts = [f"s = {', '.join(str(c.variant.s) for c in alike)} run the same"] if alike else []
     if others:
