@@ -206,3 +206,28 @@ def test_bad_input_is_one_sentence(tmp_path):
         attribute(run)
     result = runner.invoke(app, ["plot", str(run), "-o", str(tmp_path / "f")])
     assert result.exit_code == 0 and "no workers.parquet: no attribution" in result.output
+
+
+def test_a_node_whose_workers_straggle_together_gets_a_row_above_them(tmp_path):
+    """Node-level straggling on 4 nodes of 2 workers: no one worker's slowness explains uncoded's wait, a node's
+    workers' together do; the node row comes first (rank 0), its share above every worker's, and each worker row
+    names its node. Without a topology, no node rows and node -1."""
+    path = tmp_path / "nodes.yaml"
+    path.write_text(
+        "name: nodes\nworkers: 8\niterations: 300\nseeds: [0]\n"
+        "compute: {per_partition: {distribution: shifted_exponential, shift: 0.05, rate: 40}}\n"
+        "straggling: {model: markov, level: node, enter: 0.05, leave: 0.3, slowdown: 4}\n"
+        "topology: {nodes: 4}\nvariants: [{label: uncoded, scheme: uncoded, policy: wait_all}]\n"
+    )
+    out = tmp_path / "out"
+    assert CliRunner().invoke(app, ["simulate", str(path), "--out", str(out)]).exit_code == 0
+    table = attribute(out)
+    nodes, workers = table[table["level"] == "node"], table[table["level"] == "worker"]
+    assert len(nodes) >= 1 and table.iloc[0]["level"] == "node" and (nodes["rank"] == 0).all()
+    assert nodes["share"].min() > workers["share"].max()
+    assert workers.sort_values("worker")["node"].tolist() == [0, 1, 2, 3, 0, 1, 2, 3]
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(path.read_text().replace("level: node, ", "").replace("topology: {nodes: 4}\n", ""))
+    assert CliRunner().invoke(app, ["simulate", str(plain), "--out", str(tmp_path / "plain")]).exit_code == 0
+    alone = attribute(tmp_path / "plain")
+    assert (alone["level"] == "worker").all() and (alone["node"] == -1).all()

@@ -37,7 +37,24 @@ def attribution_figure(iterations: pd.DataFrame, workers: pd.DataFrame | None,
 
 
 def signal_sentence(table: pd.DataFrame, point: int) -> str:
-    """At one sweep point: which workers' shares stand out beyond what i.i.d. workers give, or that none does."""
+    """At one sweep point: which workers' shares stand out beyond what i.i.d. workers give, or that none does;
+    and the nodes whose workers together cost more than any one worker."""
+    return _worker_sentence(workers_only(table), point) + _node_clause(table, point)
+
+
+def _node_clause(table: pd.DataFrame, point: int) -> str:
+    """'; together, node 3's workers account for 26% of uncoded's slowdown, ...' (empty: no node row)."""
+    if "level" not in table.columns:
+        return ""
+    nodes = table[(table["point"] == point) & (table["level"] == "node")]
+    if nodes.empty:
+        return ""
+    top = nodes.sort_values("share", ascending=False).drop_duplicates("variant")  # (each variant's costliest)
+    named = ", ".join(f"node {row.node}'s workers {row.share:.0%} of {row.variant}'s" for row in top.itertuples())
+    return f"; together, more than any one worker: {named} slowdown"
+
+
+def _worker_sentence(table: pd.DataFrame, point: int) -> str:
     rows = table[table["point"] == point]
     if rows.empty or rows["share"].isna().all():
         return "no what-if replay (asynchronous updates), so no share of the slowdown to judge"
@@ -81,7 +98,8 @@ def share_chart(iterations: pd.DataFrame, attribution: pd.DataFrame, point: int)
     fig = Figure(figsize=(FULL_WIDTH, 0.7 + 1.5 * rows_of), layout="constrained")
     axes = fig.subplots(rows_of, columns, squeeze=False).ravel()
     for ax, group in zip(axes, groups, strict=False):
-        rows = attribution[(attribution["variant"] == group[0]) & (attribution["point"] == point)].sort_values("worker")
+        rows = workers_only(attribution)
+        rows = rows[(rows["variant"] == group[0]) & (rows["point"] == point)].sort_values("worker")
         share, low, high = (rows[c].to_numpy(float) for c in ("share", "share_low", "share_high"))
         ax.errorbar(rows["worker"], share, yerr=[share - low, high - share], fmt="o", markersize=3, color="0.2",
                     elinewidth=0.8, capsize=1.5)  # fmt: skip
@@ -96,7 +114,7 @@ def share_chart(iterations: pd.DataFrame, attribution: pd.DataFrame, point: int)
         "No worker's share of the slowdown stands out beyond what independent, identically distributed workers "
         f"give{f' ({where})' if where else ''}: bars are each share's bounds (one-sided, 95% over all the workers), "
         "the dashed line the mean share; slowdown: the replayed time over that with no worker slower than the "
-        "iteration's median",
+        f"iteration's median{_node_clause(attribution, point)}",
         fontsize=7, wrap=True,
     )  # fmt: skip
     return fig
@@ -158,6 +176,11 @@ def _panel(ax, rows: pd.DataFrame, n: int):
     return image
 
 
+def workers_only(attribution: pd.DataFrame) -> pd.DataFrame:
+    """The attribution table's rows of workers (not those of nodes whose workers straggled together)."""
+    return attribution if "level" not in attribution.columns else attribution[attribution["level"] != "node"]
+
+
 def _title(name: str, variant: str, attribution: pd.DataFrame | None, point: int) -> str:
     """``name``: the panel's variants; ``variant``: the one whose attribution rows title it."""
     if attribution is None:
@@ -166,6 +189,10 @@ def _title(name: str, variant: str, attribution: pd.DataFrame | None, point: int
     if rows.empty:
         return name
     top = rows.sort_values("rank").iloc[0]
+    if top.get("level") == "node":
+        return (f"{name}: node {top['node']}'s workers together account for {top['share']:.0%} of the time lost to "
+                f"slowness, more than any one worker (without their slowness, {top['speedup_without']:.2f}x "
+                "faster)")  # fmt: skip
     if not np.isfinite(top["share"]):
         return f"{name}: worker {top['worker']} straggled most ({top['straggled']:.0%}, {top['pattern']})"
     if top["share"] <= 0:

@@ -116,6 +116,9 @@ def attribution_rows(run: Run, table: pd.DataFrame) -> pd.DataFrame:
     """The attribution table's first ``TOP_WORKERS`` workers per variant at the run's last sweep point."""
     last = table[table["point"] == run.iterations["point"].max()]
     top = last[last["rank"] <= TOP_WORKERS].sort_values(["variant", "rank"], key=_in_run_order(run))
+    if "level" in top.columns:  # a node whose workers straggled together (rank 0): named as the node
+        named = zip(top["worker"], top["node"], top["level"], strict=True)
+        top = top.assign(worker=[f"node {node}" if level == "node" else worker for worker, node, level in named])
     return top[list(ATTRIBUTION_HEADINGS)].round(3).rename(columns=ATTRIBUTION_HEADINGS)
 
 

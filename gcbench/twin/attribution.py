@@ -56,6 +56,10 @@ COLUMNS = {
     "share_high": "its upper bound, alike",
     "stands_out": "True where share_low is above the workers' mean share: more than independent, identically "
     "distributed workers would account for (each would be expected to take the mean share)",
+    "node": "the worker's node (-1: the run had no topology); on a node row, the node",
+    "level": "worker, or node: a row for a node whose workers' slowness together costs more than any one "
+    "worker's (its share and speedup_without are its workers' capped together; straggled: the share of "
+    "iterations in which any of them straggled; the per-worker columns NaN)",
 }
 BLOCK = 10  # iterations per bootstrap block: slowness that persists (Markov bursts) mostly stays within one
 RESAMPLES = 400
@@ -139,8 +143,46 @@ def _variant_rows(scenario: Scenario, variant: Variant, iterations: pd.DataFrame
         sent = messages[messages["seed"] == seed] if several else None
         seeds.append(_seed(frame.sort_values("iteration"), rows, sent, n, len(scheme.message_owner)))
     rule = stop_rule(variant.policy)
-    replay = _what_if(seeds, lambda a: replayed_stops(rule, scheme, a), scheme, n) if rule is not None else None
-    return _rows(variant.display_label(), int(iterations["point"].iloc[0]), seeds, replay, n)
+    node_of = _nodes(workers, n)
+    groups = [] if node_of is None else [np.flatnonzero(node_of == k) for k in np.unique(node_of)]
+    groups = [group for group in groups if len(group) > 1]  # (a node of one worker is that worker's row)
+    stop = lambda a: replayed_stops(rule, scheme, a)  # noqa: E731
+    replay = _what_if(seeds, stop, scheme, n, groups) if rule is not None else None
+    rows = _rows(variant.display_label(), int(iterations["point"].iloc[0]), seeds, replay, n, node_of)
+    nodes = sorted(_node_rows(rows, seeds, replay, groups, node_of), key=lambda row: -row["share"])
+    return nodes + rows  # (a node's row first: rank 0, above its workers')
+
+
+def _nodes(workers: pd.DataFrame, n: int) -> np.ndarray | None:
+    """Each worker's node, where the workers table says (a run with a topology), else None."""
+    if "node" not in workers.columns:
+        return None
+    nodes = workers.groupby("worker")["node"].first().reindex(range(n))
+    return None if nodes.isna().any() else nodes.to_numpy(dtype=int)
+
+
+def _node_rows(rows: list[dict], seeds: list[Seed], replay: dict | None, groups: list[np.ndarray],
+               node_of: np.ndarray | None) -> list[dict]:  # fmt: skip
+    """A row for each node whose workers' slowness, capped together, costs more than any one worker's: slowness
+    the node's workers share (a slow host, a throttled NIC), which no worker's own row shows whole."""
+    if replay is None or not groups:
+        return []
+    most = max(np.nan_to_num(row["share"], nan=0.0) for row in rows)
+    straggled = np.vstack([s.straggled for s in seeds])
+    out = []
+    for g, workers in enumerate(groups):
+        cost = _cost({**replay, "without": replay["without_nodes"]}, g)
+        if not cost["share"] > most + 1e-9:
+            continue
+        row = dict.fromkeys(COLUMNS, np.nan)
+        row.update(rows[0] | {"worker": -1, "rank": 0, "pattern": "", "stands_out": False})
+        for column in ("compute_p50", "compute_p99", "p50_ratio", "p99_ratio", "ended", "absorbed", "bursts",
+                       "longest_burst", "mean_burst", "share_low", "share_high"):  # fmt: skip
+            row[column] = np.nan
+        row.update(cost, node=int(node_of[workers[0]]), level="node",
+                   straggled=float(straggled[:, workers].any(axis=1).mean()))  # fmt: skip
+        out.append(row)
+    return out
 
 
 def _seed(iterations: pd.DataFrame, rows: pd.DataFrame, messages: pd.DataFrame | None, n: int,
@@ -162,13 +204,16 @@ def _seed(iterations: pd.DataFrame, rows: pd.DataFrame, messages: pd.DataFrame |
     return Seed(straggled, present, used, ended, per_partition, response, grid_messages, durations)
 
 
-def _what_if(seeds: list[Seed], stop, scheme, n: int) -> dict[str, np.ndarray | float] | None:
+def _what_if(seeds: list[Seed], stop, scheme, n: int,
+             groups: list[np.ndarray] = ()) -> dict[str, np.ndarray | float] | None:  # fmt: skip
     """The replayed time of the run as recorded (``base``), with every worker at most the iteration's median
-    worker (``ideal``), and with each one worker so (``without``, one per worker): sums over seeds, and per
-    iteration (``per_iteration``: base, ideal and each worker's without, in columns, every seed's iterations in
-    turn) for the shares' intervals. None where no iteration can be replayed."""
+    worker (``ideal``), and with each one worker so (``without``, one per worker), and each group of ``groups``
+    so together (``without_nodes``: a node's workers): sums over seeds, and per iteration (``per_iteration``:
+    base, ideal and each worker's without, in columns, every seed's iterations in turn) for the shares'
+    intervals. None where no iteration can be replayed."""
     owner = scheme.message_owner
     base, ideal, without, recorded, replayable = 0.0, 0.0, np.zeros(n), 0.0, 0
+    without_nodes = np.zeros(len(groups))
     per_iteration = []
     for seed in seeds:
         typical = np.median(seed.response, axis=1)[:, None]  # inf only where most workers never answered
@@ -195,6 +240,12 @@ def _what_if(seeds: list[Seed], stop, scheme, n: int) -> dict[str, np.ndarray | 
             times = seed.response.copy()
             times[:, w] = capped[:, w]
             columns.append(each(stop(arrivals(times, one))))
+        for g, workers in enumerate(groups):
+            together = np.zeros(n, bool)
+            together[workers] = True
+            times = seed.response.copy()
+            times[:, workers] = capped[:, workers]
+            without_nodes[g] += float(each(stop(arrivals(times, together))).sum())
         seed_columns = np.column_stack(columns)
         per_iteration.append(seed_columns)
         base += float(seed_columns[:, 0].sum())
@@ -205,7 +256,7 @@ def _what_if(seeds: list[Seed], stop, scheme, n: int) -> dict[str, np.ndarray | 
     if not replayable:  # no iteration's results finish it under the rule (no arrival recorded): no what-if
         return None
     return {"base": base, "ideal": ideal, "without": without, "recorded": recorded,
-            "per_iteration": np.vstack(per_iteration)}  # fmt: skip
+            "per_iteration": np.vstack(per_iteration), "without_nodes": without_nodes}  # fmt: skip
 
 
 def share_intervals(per_iteration: np.ndarray, level: float = 0.05, block: int = BLOCK,
@@ -228,7 +279,8 @@ def share_intervals(per_iteration: np.ndarray, level: float = 0.05, block: int =
     return np.quantile(shares, alpha, axis=0), np.quantile(shares, 1 - alpha, axis=0)
 
 
-def _rows(label: str, point: int, seeds: list[Seed], replay: dict | None, n: int) -> list[dict]:
+def _rows(label: str, point: int, seeds: list[Seed], replay: dict | None, n: int,
+          node_of: np.ndarray | None = None) -> list[dict]:  # fmt: skip
     straggled = np.vstack([s.straggled for s in seeds])
     present = np.maximum(np.vstack([s.present for s in seeds]).sum(axis=0), 1)
     used = np.vstack([s.used for s in seeds])
@@ -249,6 +301,7 @@ def _rows(label: str, point: int, seeds: list[Seed], replay: dict | None, n: int
             "pattern": pattern(own),
             "bursts": len(bursts), "longest_burst": max(bursts, default=0),
             "mean_burst": float(np.mean(bursts)) if bursts else 0.0,
+            "node": -1 if node_of is None else int(node_of[w]), "level": "worker",
         }  # fmt: skip
         row.update(_cost(replay, w))
         rows.append(row)
