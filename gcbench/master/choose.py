@@ -25,7 +25,10 @@ def master_for(cluster: Cluster, scenario, variant, scheme: Scheme, draws, rec, 
     if every_row and not isinstance(rec, SparseRecorder):
         rec.straggling[first:], rec.injected[first:] = draws.straggling[first:], draws.injected[first:]
     if variant.policy.synchronous:
-        return SynchronousMaster(cluster, scheme, variant, draws.crash, scenario.stale_work, rec, learner)
+        master = SynchronousMaster(cluster, scheme, variant, draws.crash, scenario.stale_work, rec, learner)
+        if scenario.topology is not None:  # (a by_code placement is resolved before: the variant's own map)
+            master.node_of = scenario.topology.node_of(scenario.workers)
+        return master
     return AsynchronousMaster(
         cluster, variant, draws.crash, rec, learner, straggling=draws.straggling, injected=draws.injected
     )

@@ -49,15 +49,25 @@ def decoding_quality(rec: RunRecorder, scheme: Scheme, rows: np.ndarray | None =
         rec.exact[t], rec.residual[t] = scheme.decode_quality(np.flatnonzero(rec.used[t]))
 
 
-def stuck_iteration(label: str, t: int, scheme: Scheme, policy, dead: Iterable[int], answered: int) -> SimulationStuck:
+def stuck_iteration(label: str, t: int, scheme: Scheme, policy, dead: Iterable[int], answered: int,
+                    node_of=None) -> SimulationStuck:  # fmt: skip
     """Iteration t can never finish: who crashed for good (``dead``), how many workers ``answered``, and why that
-    is too few."""
+    is too few; with each worker's node (``node_of``, a topology's), the nodes lost whole, by name."""
     dead = sorted(int(w) for w in dead)
+    lost = "" if node_of is None else lost_nodes(dead, node_of)
     return SimulationStuck(
-        f"variant '{label}': iteration {t} can never finish ({len(dead)} of {scheme.n} workers crashed for good "
-        f"({name_workers(dead)}), {answered} answered; too many for {scheme.name} with s={scheme.s} under "
+        f"variant '{label}': iteration {t} can never finish ({lost}{len(dead)} of {scheme.n} workers crashed for "
+        f"good ({name_workers(dead)}), {answered} answered; too many for {scheme.name} with s={scheme.s} under "
         f"{policy.name}); {policy.stuck_hint()}."
     )
+
+
+def lost_nodes(dead: list[int], node_of) -> str:
+    """'node 1 lost (workers 2 and 3); ': the nodes every worker of which is dead (empty: none)."""
+    nodes = sorted({int(node_of[w]) for w in dead})
+    whole = [k for k in nodes if all(w in dead for w in range(len(node_of)) if node_of[w] == k)]
+    parts = [f"node {k} lost ({name_workers([w for w in range(len(node_of)) if node_of[w] == k])})" for k in whole]
+    return "; ".join(parts) + "; " if parts else ""
 
 
 def certainly_stuck(scenario, variant, scheme: Scheme) -> RunStuck | None:

@@ -57,6 +57,7 @@ class SynchronousMaster:
     ):
         self.cluster, self.scheme, self.variant, self.policy = cluster, scheme, variant, variant.policy
         self.crash, self.finish_stale, self.rec, self.learner = crash, stale_work == "finish", rec, learner
+        self.node_of = None  # each worker's node, where the cluster has a topology (errors name a lost node)
         self.received: list[Result] = []  # the current iteration's used results, in arrival order
         self.pending: list[list[tuple[int, bool]]] = [[] for _ in range(scheme.n)]  # per worker: (iteration, crash)
         self.held: set[int] = set()  # workers with pending jobs
@@ -119,7 +120,8 @@ class SynchronousMaster:
             self._dispatch(t)
             if self._nothing_more(t) and wake == INF:
                 answered = int(self.rec.used[t].sum())
-                raise stuck_iteration(self.variant.display_label(), t, self.scheme, self.policy, cluster.dead, answered)
+                label = self.variant.display_label()
+                raise stuck_iteration(label, t, self.scheme, self.policy, cluster.dead, answered, self.node_of)
             until = start + wake
             if limit < until:
                 until = limit

@@ -84,6 +84,7 @@ class _Run:
         # each job's downtime if it crashes (a scheduled crash has its own; inf: for good)
         self.downtime = np.inf if model is None else model
         self.downtimes = draws.downtime
+        self.node_of = None if scenario.topology is None else scenario.topology.node_of(scenario.workers)
         # a sequential scheme: each round's end depends on the rounds before it, so every round is a step
         self.rounds = RoundCode(scheme, rec.iterations) if scheme.sequential else None
 
@@ -180,7 +181,7 @@ class _Run:
         code = self.scheme if self.rounds is None else self.rounds.begin(t)
         outcome = self.variant.policy.stop_times(arrivals[None, :], code)
         who = lambda _: (np.flatnonzero(down_until == np.inf), int(np.isfinite(arrivals).sum()))  # noqa: E731
-        _check_progress(outcome.stop, self.variant, self.scheme, t, who)
+        _check_progress(outcome.stop, self.variant, self.scheme, t, who, self.node_of)
         stop = float(outcome.stop[0])
         if self.scenario.stale_work == "abandon":
             begin, ready, arrivals, crashed, down_until = self._not_started(
@@ -235,10 +236,12 @@ def _with_weights(dispatch: np.ndarray | None, wire: Wire | None, scenario: Scen
     return weights + dispatch
 
 
-def _check_progress(stop: np.ndarray, variant: Variant, scheme: Scheme, offset: int, who) -> None:
+def _check_progress(stop: np.ndarray, variant: Variant, scheme: Scheme, offset: int, who, node_of=None) -> None:
     """Raise the master's "can never finish" error for the first iteration that cannot stop; ``who(row)``: the
-    workers crashed for good by then, and how many answered (computed only then)."""
+    workers crashed for good by then, and how many answered (computed only then); ``node_of``: each worker's
+    node, where there is a topology."""
     stuck = np.flatnonzero(~np.isfinite(stop))
     if stuck.size:
         dead, answered = who(int(stuck[0]))
-        raise stuck_iteration(variant.display_label(), offset + int(stuck[0]), scheme, variant.policy, dead, answered)
+        t = offset + int(stuck[0])
+        raise stuck_iteration(variant.display_label(), t, scheme, variant.policy, dead, answered, node_of)
