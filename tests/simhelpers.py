@@ -39,3 +39,27 @@ def assert_mean_matches(samples: np.ndarray, expected: float, z: float = 4.5) ->
     assert abs(samples.mean() - expected) <= z * error, (
         f"mean {samples.mean():.6f} vs closed form {expected:.6f} (standard error {error:.2e})"
     )
+
+
+# a scenario file's smallest body, for tests of what `gcbench simulate --check` refuses in a field added to it
+SMALL_SCENARIO = """\
+name: t
+workers: 4
+iterations: 5
+compute: {per_partition: {distribution: exponential, rate: 1}}
+variants: [{scheme: uncoded}]
+"""
+
+
+def check_refusal(tmp_path, text: str) -> str:
+    """The one line `gcbench simulate --check` prints to stderr for this scenario text, after checking it exits
+    with code 2."""
+    from typer.testing import CliRunner
+
+    from gcbench.cli import app
+
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    done = CliRunner().invoke(app, ["simulate", "--check", str(path)])
+    assert done.exit_code == 2 and done.stderr.count("\n") == 1, (done.output, done.stderr)
+    return done.stderr

@@ -14,7 +14,7 @@ from gcbench.scenario.draws import draw_run
 from gcbench.sim.event import simulate_event
 from gcbench.sim.synchronous import simulate_synchronous
 
-from simhelpers import scenario
+from simhelpers import SMALL_SCENARIO, check_refusal, scenario
 
 ENGINES = {"vectorised": simulate_synchronous, "event": simulate_event}
 COMPUTE = 0.1
@@ -83,15 +83,6 @@ def test_both_engines_give_the_same_tables_with_scheduled_and_drawn_crashes(seed
         assert_engines_agree(point, 0, seed)
 
 
-BASE = """\
-name: t
-workers: 4
-iterations: 5
-compute: {per_partition: {distribution: exponential, rate: 1}}
-variants: [{scheme: uncoded}]
-"""
-
-
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -128,11 +119,7 @@ variants: [{scheme: uncoded}]
     ],
 )
 def test_a_schedule_the_run_cannot_keep_is_one_sentence_and_exit_2(tmp_path, text, expected):
-    path = tmp_path / "s.yaml"
-    path.write_text(BASE + text)
-    done = CliRunner().invoke(app, ["simulate", "--check", str(path)])
-    assert done.exit_code == 2, done.output
-    assert expected in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert expected in check_refusal(tmp_path, SMALL_SCENARIO + text)
 
 
 def test_the_tables_say_each_worker_s_node_and_each_iteration_s_lost_nodes(tmp_path):

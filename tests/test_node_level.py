@@ -13,7 +13,7 @@ from gcbench.scenario.draws import draw_run
 from gcbench.sim.event import simulate_event
 from gcbench.sim.synchronous import simulate_synchronous
 
-from simhelpers import scenario
+from simhelpers import SMALL_SCENARIO, check_refusal, scenario
 
 ENGINES = {"vectorised": simulate_synchronous, "event": simulate_event}
 COMPUTE, DELAY, P = 0.1, 1.0, 0.2  # a partition's deterministic seconds; a straggling node's delay; its chance
@@ -86,15 +86,6 @@ def test_a_fixed_slow_node_slows_each_of_its_workers(engine):
     assert rec.duration == pytest.approx([2 * COMPUTE] * 5, rel=1e-12)
 
 
-BASE = """\
-name: t
-workers: 4
-iterations: 5
-compute: {per_partition: {distribution: exponential, rate: 1}}
-variants: [{scheme: uncoded}]
-"""
-
-
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -132,11 +123,7 @@ variants: [{scheme: uncoded}]
     ],
 )
 def test_node_levels_a_scenario_cannot_have_are_one_sentence_and_exit_2(tmp_path, text, expected):
-    path = tmp_path / "s.yaml"
-    path.write_text(BASE + text)
-    done = CliRunner().invoke(app, ["simulate", "--check", str(path)])
-    assert done.exit_code == 2, done.output
-    assert expected in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert expected in check_refusal(tmp_path, SMALL_SCENARIO + text)
 
 
 def test_by_code_places_each_variant_s_workers_by_its_code():
@@ -161,7 +148,7 @@ def test_by_code_places_each_variant_s_workers_by_its_code():
 
 def test_a_real_run_refuses_by_code_in_one_sentence(tmp_path):
     path = tmp_path / "s.yaml"
-    path.write_text(BASE + "topology: {nodes: 2, placement: by_code}\ntraining: {dataset: synthetic}\n")
+    path.write_text(SMALL_SCENARIO + "topology: {nodes: 2, placement: by_code}\ntraining: {dataset: synthetic}\n")
     done = CliRunner().invoke(app, ["run", str(path), "--backend", "local", "--check"])
     assert done.exit_code == 2, done.output
     assert "topology.placement is by_code, which places each variant's workers by its code" in done.output
