@@ -22,6 +22,8 @@ calibrate` fits the cluster, links included, to uncoded's and FR's iterations, u
 calibrated scenario predicts QSGD, top-k, CR and CCE-CR, simulated with the run's seeds and iterations (the legs of
 benchmarks/calibration.py); then `gcbench plot` draws the prediction against the run (figures in OUT).
 
+``--nodes 2|4`` (parts 2-4): the 4 workers on 2 emulated nodes (two a node, the default) or on 4 (one each).
+
 Part 5, a multi-node sweep: `gcbench simulate --ray --emulate 3` of scenarios/stragglers.yaml against a local
 simulation of it, their tables compared byte for byte.
 
