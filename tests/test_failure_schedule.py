@@ -149,3 +149,25 @@ variants: [{scheme: fr, s: 1}]
             continue
         assert workers.groupby("worker")["node"].first().tolist() == [0, 1, 2, 0, 1, 2]
         assert iterations.sort_values("iteration")["nodes_lost"].tolist() == [0, 0, 0, 1, 1, 1]
+
+
+def test_check_refuses_what_the_schedule_alone_makes_certain_and_the_summary_says_it(tmp_path):
+    """Node 1 (workers 1 and 4) lost for good in iteration 3: uncoded, which waits for every worker, can never
+    finish it, and `--check` says so before anything runs, in the run's own sentence; FR rides it out. The
+    summary's first line counts the scheduled crashes."""
+    text = """\
+name: stuck
+workers: 6
+iterations: 20
+compute: {per_partition: {distribution: exponential, rate: 10}}
+topology: {nodes: 3}
+failures: {schedule: [{node: 1, iteration: 3, downtime: null}]}
+variants: [{label: uncoded, scheme: uncoded, policy: wait_all}, {scheme: fr, s: 1}]
+"""
+    refusal = check_refusal(tmp_path, text)
+    assert "variant 'uncoded': iteration 3 can never finish (node 1 lost (workers 1 and 4); 2 of 6 workers" in refusal
+    path = tmp_path / "fr.yaml"
+    path.write_text(text.replace("{label: uncoded, scheme: uncoded, policy: wait_all}, ", ""))
+    done = CliRunner().invoke(app, ["simulate", str(path), "--out", str(tmp_path / "fr")])
+    assert done.exit_code == 0, done.output
+    assert "failures: 1 scheduled crash only;" in done.output

@@ -75,16 +75,38 @@ def certainly_stuck(scenario, variant, scheme: Scheme) -> RunStuck | None:
     never finish; None where that is left to chance (a crash only likely is never predicted).
 
     What is certain: with crash probability 1 and no downtime every worker crashes for good in its first job,
-    so nothing ever arrives, and the master stops at iteration (or update) 0 with this sentence."""
+    so nothing ever arrives, and the master stops at iteration (or update) 0 with this sentence; and a schedule's
+    crashes for good (``failures.schedule``, downtime null) that leave a synchronous policy that waits (no
+    approximate fallback) too few workers to decode from stop the run in the first iteration they do."""
     failures = scenario.failures
     if getattr(failures, "probability", None) != 1.0 or getattr(failures, "downtime", 0.0) is not None:
-        return None
+        return _scheduled_stuck(scenario, variant, scheme)
     label, policy = variant.display_label(), variant.policy
     if getattr(policy, "real_only", False):  # no master runs it (allreduce)
         return None
     if policy.synchronous:
         return stuck_iteration(label, 0, scheme, policy, range(scheme.n), 0)
     return stuck_update(label, 0, policy)
+
+
+def _scheduled_stuck(scenario, variant, scheme: Scheme) -> RunStuck | None:
+    """The iteration a synchronous policy without an approximate fallback can never finish because of the
+    scheduled crashes for good alone (the workers of a node named: the scenario as this variant places them)."""
+    policy = variant.policy
+    forever = sorted((e for e in getattr(scenario.failures, "schedule", []) if e.downtime is None),
+                     key=lambda e: e.iteration)  # fmt: skip
+    # (the policies that wait for their messages whatever the time: a deadline's stop depends on when they come)
+    if not forever or policy.name not in ("wait_all", "decodable", "fastest_k") or policy.fallback != "wait":
+        return None
+    node_of = None if scenario.topology is None else scenario.topology.node_of(scenario.workers)
+    dead: set[int] = set()
+    for entry in forever:
+        dead |= {entry.worker} if entry.worker is not None else {int(w) for w in np.flatnonzero(node_of == entry.node)}
+        left = [m for w in range(scheme.n) if w not in dead for m in scheme.messages(w)]
+        if policy.stop_now(scheme, left, 0.0, all_arrived=True, first=0.0) is None:  # (every one left answered)
+            answered = scheme.n - len(dead)
+            return stuck_iteration(variant.display_label(), entry.iteration, scheme, policy, dead, answered, node_of)
+    return None
 
 
 def name_workers(workers: list[int], most: int = 10) -> str:

@@ -29,7 +29,13 @@ def scenario_sentence(scenario: Any) -> str:
     about = f" ({scenario.description})" if scenario.description else ""
     parts = [_workers(scenario), f"straggling: {model_words(scenario.straggling, 'straggling', swept)}"]
     if scenario.failures.model_dump().get("model") != "none":
-        parts.append(f"failures: {model_words(scenario.failures, 'failures', swept)}")
+        scheduled = len(getattr(scenario.failures, "schedule", []))
+        crashes = f"{scheduled} scheduled crash{'es' if scheduled > 1 else ''}"
+        if scheduled and scenario.failures.probability == 0.0 and "failures.probability" not in swept:
+            parts.append(f"failures: {crashes} only")  # (a schedule alone: no drawn crash)
+        else:
+            drawn = model_words(scenario.failures, "failures", swept)
+            parts.append(f"failures: {drawn}{f', {crashes}' if scheduled else ''}")
     others = [path for path in swept if not path.startswith(("straggling.", "failures."))]
     parts += [f"{path} swept over {', '.join(str(v) for v in swept[path])}" for path in others]
     seeds = len(scenario.seeds)

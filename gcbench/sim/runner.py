@@ -133,10 +133,12 @@ def refuse_certain_stops(points: list[SweepPoint]) -> None:
     """Raise the run's own "can never finish" error, word for word, for the first variant (in task order) that
     the scenario alone shows can never finish (gcbench.master.outcome.certainly_stuck)."""
     from gcbench.master.outcome import certainly_stuck
+    from gcbench.scenario.build import placed
 
     for point in points:
         for variant in point.scenario.variants:
-            stuck = certainly_stuck(point.scenario, variant, scheme_for(point.scenario, variant))
+            scheme = scheme_for(point.scenario, variant)
+            stuck = certainly_stuck(placed(point.scenario, scheme), variant, scheme)
             if stuck is not None:
                 raise stuck
 
