@@ -142,8 +142,8 @@ def test_gcbench_schemes_nodes_without_a_name_compares_every_scheme_s_placements
     done = CliRunner().invoke(app, ["schemes", "--nodes", "4", "--n", "12", "--s", "2"])
     assert done.exit_code == 0, done.output
     rows = {line.split()[0]: line for line in done.output.splitlines() if line.strip()}
-    assert rows["fr"].split() == ["fr", "2", "(0%", "of", "3)", "0", "(0%", "of", "1)", "2", "(0%", "of", "3)", "=",
-                                  "spread"]  # fmt: skip
+    assert rows["fr"].split() == ["fr", "2", "(3", "lost:", "0%)", "0", "(1", "lost:", "0%)", "2", "(3", "lost:", "0%)",
+                                  "=", "spread"]  # fmt: skip
     assert "never exact" in rows["sgc"] and "Not for these n and s: uncoded" in done.output
 
 

@@ -296,8 +296,8 @@ def print_node_loss_table(n: int, s: int, nodes: int, console: Console | None = 
         table.add_row(name, *(_survived(r) for r in results), placed)
     console.print(table)
     refusing = f" Not for these n and s: {', '.join(refused)}." if refused else ""
-    console.print("Each cell: the node losses survived whichever nodes are lost, and the share of the sets of one "
-                  "more lost node that still decode exactly (an approximate code counts only its exact decodes)."
+    console.print("Each cell: the node losses survived whichever nodes are lost, and, with one more node lost, the "
+                  "share of those sets that still decode exactly (an approximate code counts only its exact decodes)."
                   + refusing, highlight=False, soft_wrap=True)  # fmt: skip
 
 
@@ -307,7 +307,7 @@ def _survived(result) -> str:
     more = result.survives + 1
     if more >= len(result.shares):
         return str(result.survives)
-    return f"{result.survives} ({result.shares[more]:.0%} of {more})"
+    return f"{result.survives} ({more} lost: {result.shares[more]:.0%})"
 
 
 def _check_nodes(n: int, nodes: int) -> None:
