@@ -118,6 +118,13 @@ NODE_STRAGGLING = st.sampled_from(
         {"model": "independent", "level": "node", "probability": 0.3, "slowdown": 3.0},
         {"model": "markov", "level": "node", "enter": 0.2, "leave": 0.4, "delay": 1.5},
         {"model": "fixed", "level": "node", "nodes": [0], "delay": 1.0},
+        {
+            "model": "independent",
+            "level": "node",
+            "probability": 0.2,
+            "delay": 1.0,
+            "also": {"model": "markov", "enter": 0.1, "leave": 0.4, "slowdown": 2.0},
+        },
     ]
 )
 NODE_FAILURES = st.sampled_from(

@@ -73,6 +73,22 @@ def test_fr_spread_rides_out_a_straggling_node_and_packed_waits_for_it(engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_a_worker_level_model_on_top_adds_each_worker_s_own_slowness(engine):
+    """Nodes straggle with p (delay D), and on top each worker with q (delay d < D; the delays add). With m workers
+    a node on K nodes, wait-all's extra time is D + d where some node straggles with one of its own workers (A),
+    D where a node straggles otherwise, d where only workers do: (D + d) A + D (B - A) + d (C - B), with
+    A = 1 - (1 - p (1 - (1 - q)^m))^K, B = 1 - (1 - p)^K, C = 1 - (1 - p)^K (1 - q)^(K m)."""
+    p, q, big, small, nodes, each = 0.2, 0.1, 1.0, 0.3, 3, 2
+    straggling = {"model": "independent", "level": "node", "probability": p, "delay": big,
+                  "also": {"model": "independent", "probability": q, "delay": small}}  # fmt: skip
+    mean, error = mean_iteration(engine, node_scenario(straggling=straggling))
+    a = 1 - (1 - p * (1 - (1 - q) ** each)) ** nodes
+    b = 1 - (1 - p) ** nodes
+    c = 1 - (1 - p) ** nodes * (1 - q) ** (nodes * each)
+    assert mean == pytest.approx(COMPUTE + (big + small) * a + big * (b - a) + small * (c - b), abs=4 * error)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_fixed_slow_node_slows_each_of_its_workers(engine):
     """Node 1 (workers 1 and 4, spread) four times slow in every iteration: uncoded waits 4c; FR spread, whose
     groups have a replica off node 1, c times its load."""
@@ -111,6 +127,12 @@ def test_a_fixed_slow_node_slows_each_of_its_workers(engine):
         (
             "straggling: {model: fixed, nodes: [1], delay: 1}\n",
             "straggling: at level worker, the fixed model lists its straggling workers (give workers, not nodes).",
+        ),
+        (
+            "straggling: {model: independent, probability: 0.1, delay: 1,\n"
+            "             also: {model: independent, probability: 0.1}}\n",
+            "straggling: also adds a worker-level model to a node-level one: give it at level node, and the model it "
+            "adds at level worker.",
         ),
         (
             "topology: {nodes: 2}\nstraggling: {model: fixed, level: node, nodes: [2], delay: 1}\n",

@@ -29,6 +29,18 @@ class _Slowness(Config):
     # what straggles: each worker on its own, or each node of the topology, slowing every worker on it together
     # (the draws are per node, then the node's workers share them: gcbench/scenario/draws.py)
     level: Literal["worker", "node"] = "worker"
+    # at level node, a worker-level model drawn on top (each worker's own slowness besides its node's, from a
+    # stream of its own); its penalty adds to the node's
+    also: Straggling | None = None
+
+    @model_validator(mode="after")
+    def _also_on_a_node_level(self):
+        if self.also is not None and (self.level != "node" or getattr(self.also, "level", "worker") != "worker"):
+            raise ValueError("also adds a worker-level model to a node-level one: give it at level node, and the "
+                             "model it adds at level worker")  # fmt: skip
+        if self.also is not None and getattr(self.also, "also", None) is not None:
+            raise ValueError("also adds one worker-level model; that model takes no also of its own")
+        return self
 
     def penalty(self, compute: np.ndarray, load: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Extra seconds that straggling (mask) adds to these compute times."""
@@ -114,3 +126,5 @@ class FixedStraggling(_Slowness):
 
 
 Straggling = STRAGGLING.union()
+for _model in (IndependentStraggling, MarkovStraggling, FixedStraggling):  # (``also`` names the union itself)
+    _model.model_rebuild()

@@ -43,9 +43,11 @@ class DrawBlocks:
     def __init__(self, scenario: Scenario, scheme: Scheme, seed: int) -> None:
         self.scenario, self.drawn = scenario, 0  # rows drawn so far
         # spawned children depend only on their index, so a new stream leaves the others as they were
-        streams = map(np.random.default_rng, np.random.SeedSequence(seed).spawn(9))
-        self.compute, self.straggling, self.failures, self.overhead, self.warmup, *timing = streams
-        self.dispatch, self.master, self.fixed, self.shared = timing
+        streams = list(map(np.random.default_rng, np.random.SeedSequence(seed).spawn(10)))
+        self.compute, self.straggling, self.failures, self.overhead, self.warmup = streams[:5]
+        self.dispatch, self.master, self.fixed, self.shared = streams[5:9]
+        self.also = streams[9]  # straggling.also: a worker-level model on top of a node-level one
+        self.also_mask: np.ndarray | None = None  # its last row drawn
         self.timings = _Timings(scenario, self.dispatch, self.master)
         self.loads = np.array([scheme.step_load(w) for w in range(scenario.workers)], dtype=float)  # partitions
         self.share = scheme.partition_share
@@ -72,6 +74,12 @@ class DrawBlocks:
         else:
             mask = drawn = straggling.draw(self.straggling, rows, scenario.workers, self.mask)
         injected = straggling.penalty(work, self.loads * self.share, mask)
+        also = getattr(straggling, "also", None)
+        if also is not None:  # each worker's own slowness besides its node's: the penalties add
+            own = also.draw(self.also, rows, scenario.workers, self.also_mask)
+            injected = injected + also.penalty(work, self.loads * self.share, own)
+            self.also_mask = own[-1] if rows else self.also_mask
+            mask = mask | own
         if scenario.compute.overhead is not None:  # without one, no second (rows, n) array
             injected = injected + overhead
         busy = work + injected
