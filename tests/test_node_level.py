@@ -89,6 +89,24 @@ def test_a_worker_level_model_on_top_adds_each_worker_s_own_slowness(engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_a_node_s_speed_divides_each_of_its_workers_compute(engine):
+    """compute.node_speeds: node 1 (workers 1 and 4, spread) at half speed, beside worker 0's own speed of 0.8:
+    uncoded waits 2c for node 1's workers; worker 0 computes c / 0.8; the heterogeneous code is built from the
+    same per-worker speeds."""
+    from gcbench.scenario.build import placed, scheme_parameters
+
+    compute = {"per_partition": {"distribution": "deterministic", "value": COMPUTE},
+               "speeds": [0.8, 1, 1, 1, 1, 1], "node_speeds": [1.0, 0.5, 1.0]}  # fmt: skip
+    variants = [{"scheme": "uncoded", "policy": "wait_all"}, {"scheme": "heterogeneous", "s": 1}]
+    sc = node_scenario(compute=compute, iterations=3, straggling={"model": "none"}, variants=variants)
+    rec = ENGINES[engine](sc, sc.variants[0], scheme_for(sc, sc.variants[0]), 0)
+    assert rec.duration == pytest.approx([2 * COMPUTE] * 3, rel=1e-12)
+    assert (rec.compute_end - rec.compute_start)[:, 0] == pytest.approx([COMPUTE / 0.8] * 3, rel=1e-12)
+    assert placed(sc, scheme_for(sc, sc.variants[0])).compute.speeds == [0.8, 0.5, 1.0, 1.0, 0.5, 1.0]
+    assert scheme_parameters(sc, sc.variants[1])["speeds"] == [0.8, 0.5, 1.0, 1.0, 0.5, 1.0]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_fixed_slow_node_slows_each_of_its_workers(engine):
     """Node 1 (workers 1 and 4, spread) four times slow in every iteration: uncoded waits 4c; FR spread, whose
     groups have a replica off node 1, c times its load."""
@@ -133,6 +151,22 @@ def test_a_fixed_slow_node_slows_each_of_its_workers(engine):
             "             also: {model: independent, probability: 0.1}}\n",
             "straggling: also adds a worker-level model to a node-level one: give it at level node, and the model it "
             "adds at level worker.",
+        ),
+        (
+            "compute: {per_partition: {distribution: exponential, rate: 1}, node_speeds: [1, 0.5]}\n",
+            "compute.node_speeds: gives each node of the topology a speed, and the scenario has none; give one "
+            "(topology: {nodes: 2}, for example).",
+        ),
+        (
+            "topology: {nodes: 2}\ncompute: {per_partition: {distribution: exponential, rate: 1}, node_speeds: [1]}\n",
+            "compute.node_speeds: needs one speed per node (2), got 1.",
+        ),
+        (
+            "topology: {nodes: 2, placement: by_code}\n"
+            "compute: {per_partition: {distribution: exponential, rate: 1}, node_speeds: [1, 0.5]}\n"
+            "variants: [{scheme: heterogeneous, s: 1}]\n",
+            "compute.node_speeds: heterogeneous is built from the workers' speeds, and by_code places its workers by "
+            "that code, so neither can come first; give an explicit placement.",
         ),
         (
             "topology: {nodes: 2}\nstraggling: {model: fixed, level: node, nodes: [2], delay: 1}\n",

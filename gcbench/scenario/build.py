@@ -16,12 +16,23 @@ def _scheme(name: str, n: int, s: int, params: tuple) -> Scheme:
 
 
 def scheme_parameters(scenario: Scenario, variant: Variant) -> dict[str, Any]:
-    """The variant's scheme parameters; a scheme that takes ``speeds`` and is given none gets ``compute.speeds``."""
+    """The variant's scheme parameters; a scheme that takes ``speeds`` and is given none gets the workers' speeds
+    (``worker_speeds``)."""
     params = variant.scheme_params()
-    speeds = scenario.compute.speeds
+    speeds = worker_speeds(scenario)
     if speeds is not None and "speeds" in scheme_class(variant.scheme).defaults and not params.get("speeds"):
         params["speeds"] = list(speeds)
     return params
+
+
+def worker_speeds(scenario: Scenario) -> list[float] | None:
+    """Each worker's speed: ``compute.speeds`` times its node's ``compute.node_speeds`` (None: neither given)."""
+    compute, topology = scenario.compute, scenario.topology
+    if compute.node_speeds is None or topology is None or topology.placement == "by_code":
+        return compute.speeds  # (by_code: checks.py refuses node speeds beside a code built from the speeds)
+    own = compute.speeds or [1.0] * scenario.workers
+    node_of = topology.node_of(scenario.workers)
+    return [float(speed * compute.node_speeds[node]) for speed, node in zip(own, node_of, strict=True)]
 
 
 def scheme_for(scenario: Scenario, variant: Variant) -> Scheme:
@@ -50,11 +61,18 @@ def _by_code(scheme: Scheme, nodes: int) -> tuple[int, ...]:
 
 
 def placed(scenario: Scenario, scheme: Scheme) -> Scenario:
-    """The scenario with ``topology.placement: by_code`` made the explicit map ``scheme``'s code is placed by (the
-    scenario itself where the placement is another)."""
+    """The scenario as this variant runs it: ``topology.placement: by_code`` made the explicit map ``scheme``'s
+    code is placed by, and ``compute.node_speeds`` folded into each worker's ``compute.speeds`` (the scenario
+    itself where it has neither)."""
     topology = scenario.topology
-    if topology is None or topology.placement != "by_code":
+    if topology is None or (topology.placement != "by_code" and scenario.compute.node_speeds is None):
         return scenario
-    node_of = _by_code(scheme, topology.nodes)
-    placement = {k: [w for w, node in enumerate(node_of) if node == k] for k in range(topology.nodes)}
-    return scenario.model_copy(update={"topology": topology.model_copy(update={"placement": placement})})
+    if topology.placement == "by_code":
+        node_of = _by_code(scheme, topology.nodes)
+        placement = {k: [w for w, node in enumerate(node_of) if node == k] for k in range(topology.nodes)}
+        topology = topology.model_copy(update={"placement": placement})
+        scenario = scenario.model_copy(update={"topology": topology})
+    if scenario.compute.node_speeds is not None:
+        compute = scenario.compute.model_copy(update={"speeds": worker_speeds(scenario), "node_speeds": None})
+        scenario = scenario.model_copy(update={"compute": compute})
+    return scenario

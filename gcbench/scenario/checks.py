@@ -80,6 +80,19 @@ def node_level_problems(scenario: ScenarioFields) -> list[str]:
             and not (topology.node_of(scenario.workers) == entry.node).any()
         ):
             problems.append(f"{where}: names node {entry.node}, which holds no worker")
+    node_speeds = scenario.compute.node_speeds
+    if node_speeds is not None and topology is None:
+        problems.append("compute.node_speeds: gives each node of the topology a speed, and the scenario has none; "
+                        f"give one (topology: {{nodes: {len(node_speeds)}}}, for example)")  # fmt: skip
+    elif node_speeds is not None and len(node_speeds) != topology.nodes:
+        problems.append(f"compute.node_speeds: needs one speed per node ({topology.nodes}), got {len(node_speeds)}")
+    elif node_speeds is not None and topology.placement == "by_code":
+        by_speed = [v.scheme for v in scenario.variants if "speeds" in scheme_class(v.scheme).defaults]
+        if by_speed:
+            problems.append(
+                f"compute.node_speeds: {by_speed[0]} is built from the workers' speeds, and by_code places its "
+                "workers by that code, so neither can come first; give an explicit placement"
+            )
     listed = getattr(scenario.straggling, "nodes", None) or []
     outside = sorted(k for k in listed if topology is not None and k >= topology.nodes)
     if outside:

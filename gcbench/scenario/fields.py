@@ -56,6 +56,8 @@ class Compute(Config):
     trace: Trace | None = None
     load: Literal["scale", "sum"] = "scale"
     speeds: list[Annotated[float, Field(ge=1e-6, le=1e6)]] | None = None
+    # each node's speed (a topology's; null: 1): its workers' compute is divided by it, beside their own speeds
+    node_speeds: list[Annotated[float, Field(ge=1e-6, le=1e6)]] | None = None
     overhead: Distribution | None = None
     # seconds of every job that its load does not scale but its speed does (loading the weights, encoding): part of
     # the compute a real worker measures, so real mode never sleeps it (unlike overhead); gcbench calibrate fits it
