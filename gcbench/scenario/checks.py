@@ -43,7 +43,8 @@ def cross_field_problems(scenario: ScenarioFields) -> list[str]:
 
 def node_level_problems(scenario: ScenarioFields) -> list[str]:
     """Straggling and failures drawn per node need the topology's nodes, and a node's workers in step: the
-    iterations of a synchronous policy (an asynchronous one's jobs start on each worker's own clock)."""
+    iterations of a synchronous policy (an asynchronous one's jobs start on each worker's own clock); the nodes a
+    fixed model lists exist; and the schedule's and the node speeds' own problems."""
     problems = []
     topology = scenario.topology
     for field, model in (("straggling", scenario.straggling), ("failures", scenario.failures)):
@@ -61,6 +62,16 @@ def node_level_problems(scenario: ScenarioFields) -> list[str]:
                     "or a synchronous policy"
                 )
                 break
+    listed = getattr(scenario.straggling, "nodes", None) or []
+    outside = sorted(k for k in listed if topology is not None and k >= topology.nodes)
+    if outside:
+        problems.append(f"straggling.nodes: names node {outside[0]}, and the nodes are 0 to {topology.nodes - 1}")
+    return problems + schedule_problems(scenario) + node_speed_problems(scenario)
+
+
+def schedule_problems(scenario: ScenarioFields) -> list[str]:
+    """A scheduled crash names a worker or a node the scenario has, in an iteration of the run."""
+    problems, topology = [], scenario.topology
     for i, entry in enumerate(getattr(scenario.failures, "schedule", [])):
         where = f"failures.schedule[{i}]"
         if entry.iteration >= scenario.iterations:
@@ -80,6 +91,13 @@ def node_level_problems(scenario: ScenarioFields) -> list[str]:
             and not (topology.node_of(scenario.workers) == entry.node).any()
         ):
             problems.append(f"{where}: names node {entry.node}, which holds no worker")
+    return problems
+
+
+def node_speed_problems(scenario: ScenarioFields) -> list[str]:
+    """compute.node_speeds: a speed for each node of the topology, and not beside by_code for a code built from
+    the speeds (each would need the other first)."""
+    problems, topology = [], scenario.topology
     node_speeds = scenario.compute.node_speeds
     if node_speeds is not None and topology is None:
         problems.append("compute.node_speeds: gives each node of the topology a speed, and the scenario has none; "
@@ -93,10 +111,6 @@ def node_level_problems(scenario: ScenarioFields) -> list[str]:
                 f"compute.node_speeds: {by_speed[0]} is built from the workers' speeds, and by_code places its "
                 "workers by that code, so neither can come first; give an explicit placement"
             )
-    listed = getattr(scenario.straggling, "nodes", None) or []
-    outside = sorted(k for k in listed if topology is not None and k >= topology.nodes)
-    if outside:
-        problems.append(f"straggling.nodes: names node {outside[0]}, and the nodes are 0 to {topology.nodes - 1}")
     return problems
 
 

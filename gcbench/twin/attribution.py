@@ -174,14 +174,13 @@ def _node_rows(rows: list[dict], seeds: list[Seed], replay: dict | None, groups:
         cost = _cost({**replay, "without": replay["without_nodes"]}, g)
         if not cost["share"] > most + 1e-9:
             continue
-        row = dict.fromkeys(COLUMNS, np.nan)
-        row.update(rows[0] | {"worker": -1, "rank": 0, "pattern": "", "stands_out": False})
-        for column in ("compute_p50", "compute_p99", "p50_ratio", "p99_ratio", "ended", "absorbed", "bursts",
-                       "longest_burst", "mean_burst", "share_low", "share_high"):  # fmt: skip
-            row[column] = np.nan
-        row.update(cost, node=int(node_of[workers[0]]), level="node",
-                   straggled=float(straggled[:, workers].any(axis=1).mean()))  # fmt: skip
-        out.append(row)
+        first = rows[0]  # (what every row of the variant shares)
+        row = dict.fromkeys(COLUMNS, np.nan) | {
+            "variant": first["variant"], "point": first["point"], "iterations": first["iterations"], "worker": -1,
+            "rank": 0, "pattern": "", "stands_out": False, "node": int(node_of[workers[0]]), "level": "node",
+            "straggled": float(straggled[:, workers].any(axis=1).mean()),
+        }  # fmt: skip
+        out.append(row | cost)
     return out
 
 
@@ -233,19 +232,18 @@ def _what_if(seeds: list[Seed], stop, scheme, n: int,
         def each(stops: np.ndarray, redone=redone, seed=seed) -> np.ndarray:
             return np.where(redone, stops, seed.durations)
 
-        columns = [each(replayed), each(stop(arrivals(capped, everyone)))]
-        for w in range(n):
-            one = np.zeros(n, bool)
-            one[w] = True
-            times = seed.response.copy()
-            times[:, w] = capped[:, w]
-            columns.append(each(stop(arrivals(times, one))))
-        for g, workers in enumerate(groups):
-            together = np.zeros(n, bool)
-            together[workers] = True
+        def without_slowness(workers, seed=seed, capped=capped, arrivals=arrivals, each=each) -> np.ndarray:
+            """The replay with ``workers`` (a worker, or a node's) at most the median worker's job time."""
+            which = np.zeros(n, bool)
+            which[workers] = True
             times = seed.response.copy()
             times[:, workers] = capped[:, workers]
-            without_nodes[g] += float(each(stop(arrivals(times, together))).sum())
+            return each(stop(arrivals(times, which)))
+
+        columns = [each(replayed), each(stop(arrivals(capped, everyone)))]
+        columns += [without_slowness([w]) for w in range(n)]
+        for g, workers in enumerate(groups):
+            without_nodes[g] += float(without_slowness(workers).sum())
         seed_columns = np.column_stack(columns)
         per_iteration.append(seed_columns)
         base += float(seed_columns[:, 0].sum())
