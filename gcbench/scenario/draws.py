@@ -35,6 +35,9 @@ class RunDraws:
     # (iterations, n) seconds a crash in that job keeps its worker down (inf: for good); None: the failure model's
     # downtime for every crash (no crash is scheduled)
     downtime: np.ndarray | None = None
+    # (iterations, n) bool: the job's crash is its node's, every worker of the node crashing in that row together
+    # (failures.level: node, or a scheduled node); None where no crash is a node's
+    node_crash: np.ndarray | None = None
 
 
 class DrawBlocks:
@@ -84,26 +87,35 @@ class DrawBlocks:
             injected = injected + overhead
         busy = work + injected
         crash = self._crashes(busy)
-        crash, downtime = self._scheduled(crash, first, rows)
+        node_crash = crash.copy() if getattr(scenario.failures, "level", "worker") == "node" else None
+        crash, downtime, node_crash = self._scheduled(crash, first, rows, node_crash)
         self.drawn, self.mask = first + rows, drawn[-1] if rows else self.mask
-        return RunDraws(self.loads * self.share, mask, injected, busy, crash, overhead, dispatch, between, downtime)
+        return RunDraws(self.loads * self.share, mask, injected, busy, crash, overhead, dispatch, between, downtime,
+                        node_crash)  # fmt: skip
 
-    def _scheduled(self, crash: np.ndarray, first: int, rows: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """The drawn crashes with the scheduled ones of these rows added, and each job's downtime where any crash
-        is scheduled in the run (None: none is; every crash is down for the model's downtime)."""
+    def _scheduled(
+        self, crash: np.ndarray, first: int, rows: int, node_crash: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """The drawn crashes with the scheduled ones of these rows added, each job's downtime where any crash
+        is scheduled in the run (None: none is; every crash is down for the model's downtime), and which crashes
+        are a whole node's (None: none is)."""
         failures = self.scenario.failures
         schedule = getattr(failures, "schedule", [])
         if not schedule:
-            return crash, None
+            return crash, None, node_crash
         model = np.inf if failures.downtime is None else failures.downtime
         downtime = np.full(crash.shape, model)
         crash = crash.copy()
         for entry in schedule:
             if first <= entry.iteration < first + rows:
+                row = entry.iteration - first
                 workers = [entry.worker] if entry.worker is not None else np.flatnonzero(self.node_of == entry.node)
-                crash[entry.iteration - first, workers] = True
-                downtime[entry.iteration - first, workers] = np.inf if entry.downtime is None else entry.downtime
-        return crash, downtime
+                crash[row, workers] = True
+                downtime[row, workers] = np.inf if entry.downtime is None else entry.downtime
+                if entry.node is not None:
+                    node_crash = np.zeros(crash.shape, dtype=bool) if node_crash is None else node_crash
+                    node_crash[row, workers] = True
+        return crash, downtime, node_crash
 
     def _crashes(self, busy: np.ndarray) -> np.ndarray:
         """Which jobs crash: each worker's draw, or at node level its node's (a node busy as long as its busiest

@@ -191,6 +191,36 @@ class Nodes:
     def run_in(self, node: int, argv: list[str], **run) -> subprocess.CompletedProcess:
         return subprocess.run(self.command(node, argv), **run)
 
+    def processes_on(self, node: int) -> list[int]:
+        """Every process running on ``node`` (in its network namespace), by process id, but the one that holds
+        the namespace: what a machine's crash takes. Its network (address, links, shaping) stays, as a machine's
+        network card does, for what is started on it again."""
+        holder = self.pids[node]
+        network = _network_namespace(holder)
+        found = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and int(entry.name) != holder and _network_namespace(int(entry.name)) == network:
+                found.append(int(entry.name))
+        return sorted(found)
+
+    def crash(self, node: int) -> list[int]:
+        """Kill (SIGKILL) every process on ``node``, as its machine's crash would; the ones killed."""
+        killed = []
+        for pid in self.processes_on(node):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except ProcessLookupError:
+                pass
+        return killed
+
+
+def _network_namespace(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
+
 
 def sweep_scratch() -> None:
     """Remove the empty mount points a cluster whose driver was killed left in the temporary folder (their

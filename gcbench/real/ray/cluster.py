@@ -29,6 +29,9 @@ of exits and restarts are every wall-clock cluster's (gcbench/real/wallclock/wal
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import time
 from collections.abc import Iterable
 from typing import Any, ClassVar
@@ -46,6 +49,7 @@ from gcbench.scenario.draws import RunDraws
 # handled at once (waiting whole, a SIGTERM to the process group stopped the raylet, and Ray's core worker ended
 # the driver with status 1 before it could say how to resume)
 SIGNAL_SLICE = 0.05
+START_TIMEOUT = 120.0  # seconds Ray may take to start again on a crashed node
 
 
 class RayCluster(StreamedJobs, WallClockCluster):
@@ -99,6 +103,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
         self.pings: dict[Any, int] = {}  # data reloads after an exit, awaited: ref -> worker
         self.pids: dict[int, int] = {}
         self.exits = 0
+        self.raylets: list[tuple[int, subprocess.Popen]] = []  # raylets starting again on crashed nodes
 
     # -- starting ---------------------------------------------------------------------------------
     def start(self, data=None) -> None:
@@ -172,24 +177,28 @@ class RayCluster(StreamedJobs, WallClockCluster):
         return any(job.worker == w for job in self.jobs.values())
 
     def _send(self, job: Job) -> None:
-        w, row = job.worker, job.row
+        """Send a job to its actor; a node's crash is done once its first crashed job is sent (the job fails with
+        the node's processes, and so do the node's other workers' jobs)."""
+        self.jobs[self._call(job)] = job
+        node = self._node_crashed(job)
+        if node is not None:
+            self._crash_node(node, job.row)
+
+    def _call(self, job: Job):
+        w, row, crash = job.worker, job.row, self._exits_itself(job)
         actor = self.actors[w]
         if w in self.fractions:
-            self.jobs[self._stream(job)] = job
-            return
-        if self.trains:
-            straggling, overhead = self.straggling[row][w], self.overhead[row][w]
-            batch, version = self.batches[job], self.versions.get(job, self.version)
-            tasks = self.tasks.get(job)
-            if tasks is None:
-                weights = self.published[version]
-                call = actor.compute.remote(job.id, weights, straggling, job.crash, batch, overhead, version)
-            else:  # M-SGC: each mini-task on its job's weights (top-level references: Ray resolves them)
-                weights = [self.published[task_job] for task_job, _ in tasks]
-                call = actor.compute_tasks.remote(job.id, straggling, job.crash, overhead, tasks, *weights)
-        else:
-            call = actor.compute.remote(job.id, self.busy[row][w], job.crash)
-        self.jobs[call] = job
+            return self._stream(job)
+        if not self.trains:
+            return actor.compute.remote(job.id, self.busy[row][w], crash)
+        straggling, overhead = self.straggling[row][w], self.overhead[row][w]
+        batch, version = self.batches[job], self.versions.get(job, self.version)
+        tasks = self.tasks.get(job)
+        if tasks is None:
+            return actor.compute.remote(job.id, self.published[version], straggling, crash, batch, overhead, version)
+        # M-SGC: each mini-task on its job's weights (top-level references: Ray resolves them)
+        weights = [self.published[task_job] for task_job, _ in tasks]
+        return actor.compute_tasks.remote(job.id, straggling, crash, overhead, tasks, *weights)
 
     def abandon(self, jobs: Iterable[Job]) -> None:
         """A queued job never runs; a running one stops at its next check and reports its timings."""
@@ -211,7 +220,7 @@ class RayCluster(StreamedJobs, WallClockCluster):
         return [job for job in jobs if job.id in ids and not job.crash]
 
     def pending(self) -> bool:
-        return bool(self.jobs or self.pings or self.events)
+        return bool(self.jobs or self.pings or self.events or self.raylets)
 
     def restarting(self, workers: Iterable[int]) -> set[int]:
         """Those of these workers whose process Ray is restarting, noticed here or not.
@@ -228,6 +237,8 @@ class RayCluster(StreamedJobs, WallClockCluster):
     # -- events -----------------------------------------------------------------------------------
     def _take(self, seconds: float) -> None:
         """Wait up to ``seconds`` for one of Ray's replies and turn it into the events it brings."""
+        if self.raylets:
+            self._raylets_started()
         refs = [*self.jobs, *self.pings]
         if not refs:
             time.sleep(seconds)
@@ -261,8 +272,8 @@ class RayCluster(StreamedJobs, WallClockCluster):
         ray = self.ray
         try:
             return ray.get(ref)
-        except ray.exceptions.RayActorError:
-            return None
+        except (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError):
+            return None  # (a reply left in the object store of a node that crashed is lost with it)
         except ray.exceptions.RayTaskError as error:
             from gcbench.real.wallclock.job_worker import WorkerRestarted
 
@@ -282,11 +293,16 @@ class RayCluster(StreamedJobs, WallClockCluster):
         its actor runs again once it is back (it cannot have started)."""
         w = job.worker
         lost = [job, *self._replies_before_exit(w)]
-        crashed = [other for other in lost if other.crash]
+        # a crashed job its node's crash took, sent or held, is the one that failed (as the simulator's)
+        taken = [*lost, *(other for other in self.held[w] if self._died_with_node(other))]
+        crashed = [other for other in taken if other.crash]
         running = min(crashed or lost, key=lambda other: other.sent)
-        self.queued[w] = [other for other in lost if other is not running] + self.held[w] + self.queued[w]
+        rest = [other for other in [*lost, *self.held[w], *self.queued[w]] if other is not running]
+        gone = [other for other in rest if self._died_with_node(other)]  # (the master redoes its iteration)
+        self.queued[w] = [other for other in rest if other not in gone]
         self.held[w] = []
-        self._forget(running)
+        for other in [running, *gone]:
+            self._forget(other)
         self._exit(w, running)
         self._warn_once(w, running.crash)
 
@@ -342,6 +358,62 @@ class RayCluster(StreamedJobs, WallClockCluster):
         self.held[w] = []
         super()._lose(w)
 
+    # -- a node's crash (an emulated cluster's) ---------------------------------------------------------
+    def _kill_node(self, node: int) -> list[int]:
+        """Every process on the node, its raylet and object store included (its actors wait for it: each asks
+        for its node's resource); on node 0, whose head is the master's cluster, its workers' processes only
+        (Ray restarts them there at once; their downtime keeps them out)."""
+        if node > 0:
+            return self.nodes.crash(node)
+        killed = []
+        for w in range(self.n):
+            if self.node_of[w] == 0 and w in self.pids:
+                try:
+                    os.kill(self.pids[w], signal.SIGKILL)
+                    killed.append(self.pids[w])
+                except ProcessLookupError:
+                    pass
+        return killed
+
+    def _revive_node(self, node: int) -> None:
+        """A new raylet on the node, joining the head (started here, polled until it has); the node's actors
+        are restarted on it."""
+        if node == 0:  # (the head's raylet lives on)
+            self._workers_back(node)
+            return
+        from gcbench.real.emulation.ray_nodes import restart_ray_node
+
+        self.raylets.append((node, restart_ray_node(self.nodes, node)))
+
+    def _raylets_started(self) -> None:
+        """Collect the new raylets' starts that have ended: their node's workers are started again (their
+        actors' restarts wait for it); one that failed is said, and its workers stay down."""
+        for node, start in list(self.raylets):
+            if start.poll() is None:
+                continue
+            self.raylets.remove((node, start))
+            if start.returncode == 0:
+                self._workers_back(node)
+            else:
+                why = (start.stderr.read().strip().splitlines() or ["it said nothing"])[-1]
+                log.warning(f"gcbench: Ray did not start again on emulated node {node}: {why}")
+
+    def _whole_again(self) -> None:
+        """Start Ray again on every node a crash left without it, and wait for the starts: the next run (another
+        variant's) gets the whole cluster."""
+        from gcbench.real.emulation.ray_nodes import restart_ray_node
+
+        for node in [node for node in self.nodes_down if node > 0]:
+            self.raylets.append((node, restart_ray_node(self.nodes, node)))
+        self.nodes_down.clear()
+        self.waiting_for_node.clear()
+        for _, start in self.raylets:
+            try:
+                start.wait(START_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                start.kill()
+        self._raylets_started()
+
     # -- stopping ---------------------------------------------------------------------------------
     def shutdown(self, interrupted: bool = False, wait: float = 10.0) -> None:
         """Kill every actor and wait (up to ``wait`` seconds) for their processes to be gone; not when
@@ -350,6 +422,8 @@ class RayCluster(StreamedJobs, WallClockCluster):
         wait = 0.0 if interrupted else wait
         for actor in self.actors:
             self.ray.kill(actor, no_restart=True)
+        if not interrupted:
+            self._whole_again()
         self.jobs.clear()
         self.pings.clear()
         self.events.clear()

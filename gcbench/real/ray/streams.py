@@ -20,8 +20,8 @@ class StreamedJobs:
         method = self.actors[w].compute_messages.options(num_returns="streaming")
         if self.trains:
             straggling, overhead = self.straggling[row][w], self.overhead[row][w]
-            return method.remote(job.id, self.weights, straggling, job.crash, self.batches[job], overhead)
-        return method.remote(job.id, self.busy[row][w], job.crash, self.fractions[w])
+            return method.remote(job.id, self.weights, straggling, self._exits_itself(job), self.batches[job], overhead)
+        return method.remote(job.id, self.busy[row][w], self._exits_itself(job), self.fractions[w])
 
     def _streamed(self, stream) -> None:
         """The next reply of a job streaming its messages; the job leaves the flight with its final one."""

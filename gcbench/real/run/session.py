@@ -8,6 +8,10 @@ share one state: a resumed run takes up the turns where each run's checkpoint
 left it. After every block the tables are rewritten (``iterations.parquet``,
 ``workers.parquet``) and ``run.json`` says how far the run is, so a partial run
 can be plotted.
+
+On an emulated cluster, a scenario whose crashes take whole nodes runs its variants one after another instead: a
+node's crash kills every process on it, the other variants' idle workers too, so each variant runs alone, on the
+whole cluster (the nodes it lost are started again before the next).
 """
 
 from __future__ import annotations
@@ -50,14 +54,28 @@ def build_runs(scenario: Scenario, backend: str, data, out: Path) -> list:
     return backend_class(backend).runs(scenario, data, out)
 
 
-def turns(runs: list, end_of_block: Callable[[int], int]) -> Iterator[tuple[Any, int]]:
-    """(run, last iteration of its block), seed by seed, the seed's unfinished runs taking turns."""
+def turns(runs: list, end_of_block: Callable[[int], int], alone: bool = False) -> Iterator[tuple[Any, int]]:
+    """(run, last iteration of its block), seed by seed, the seed's unfinished runs taking turns (``alone``: each
+    run's blocks to its end before the next run's)."""
     for seed in dict.fromkeys(run.seed for run in runs):
         group = [run for run in runs if run.seed == seed]
         while active := [run for run in group if not run.finished]:
             for run in active:
-                if not run.finished:
+                while not run.finished:
                     yield run, end_of_block(run.next_iteration)
+                    if not alone:
+                        break
+
+
+def runs_alone(scenario: Scenario) -> bool:
+    """Whether the variants run one after another: on an emulated cluster, where a crash takes a whole node."""
+    from gcbench.real.run.emulated import inside_emulation
+
+    failures = scenario.failures
+    takes_nodes = getattr(failures, "level", "worker") == "node" or any(
+        entry.node is not None for entry in getattr(failures, "schedule", [])
+    )
+    return takes_nodes and inside_emulation() is not None
 
 
 class Session:
@@ -73,7 +91,7 @@ class Session:
         self.flush("running")
         self.display.begin(self.runs)
         try:
-            for run, last in turns(self.runs, lambda first: block_end(first, self.scenario)):
+            for run, last in turns(self.runs, lambda first: block_end(first, self.scenario), runs_alone(self.scenario)):
                 self._turn(run, last)
                 self.flush("running")
         except KeyboardInterrupt:
@@ -124,6 +142,10 @@ class Session:
             write_tables(self.out, iterations, workers)
             write_messages(self.out, self.messages_table())
         self.meta["status"] = status
+        records = [run.node_crash_records() for run in self.runs if hasattr(run, "node_crash_records")]
+        crashes = [crash for record in records for crash in record]
+        if crashes:
+            self.meta["node_crashes"] = crashes
         self.meta["iterations_planned"] = self.scenario.iterations * len(self.runs)
         self.meta["updated"] = utc_now()
         self._wall_holder()["wall_seconds"] = round(time.perf_counter() - self.began, 3)

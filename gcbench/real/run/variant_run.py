@@ -80,6 +80,7 @@ class VariantRun(TrainingRun):
         self.stopped: str | None = None
         self.master = self.cluster = self.learner = self.rng = None
         self.clock = WallClock()
+        self.node_crashes: list[dict] = []  # its cluster's, once closed
 
     @property
     def label(self) -> str:
@@ -171,7 +172,16 @@ class VariantRun(TrainingRun):
         count = len(columns["iteration"])
         return pd.DataFrame({**{k: np.repeat(v, count) for k, v in keys.items()}, **columns})
 
+    def node_crash_records(self) -> list[dict]:
+        """run.json's record of each node this run's crashes took (an emulated cluster's): when it was killed,
+        each worker noticed gone and back, and the node started again, in seconds on the run's clock."""
+        crashes = getattr(self.cluster, "node_crashes", []) if self.cluster is not None else self.node_crashes
+        return [{"variant": self.label, "seed": self.seed, **crash,
+                 "noticed": {str(w): round(t, 4) for w, t in crash["noticed"].items()},
+                 "back": {str(w): round(t, 4) for w, t in crash["back"].items()}} for crash in crashes]  # fmt: skip
+
     def close(self, interrupted: bool = False) -> None:
         if self.cluster is not None:
             self.cluster.shutdown(interrupted)
+            self.node_crashes = getattr(self.cluster, "node_crashes", [])
             self.master = self.cluster = None

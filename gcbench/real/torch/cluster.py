@@ -166,7 +166,7 @@ class TorchCluster(WallClockCluster):
     def _dispatch(self, job: Job) -> None:
         w, row = job.worker, job.row
         session = self.sessions[w]
-        message, attachment = {"kind": "job", "job": job.id, "crash": job.crash}, None
+        message, attachment = {"kind": "job", "job": job.id, "crash": self._exits_itself(job)}, None
         if self.trains:
             if self.has_version[w] != self.version:
                 attachment = self._weights()  # (with the job: one message per worker and iteration)
@@ -180,6 +180,9 @@ class TorchCluster(WallClockCluster):
         # posted, not waited for: the next worker's job goes out meanwhile. A broken channel: the worker's exit
         # is on its way, and the job is lost with it
         session.send(message, wait=False, attachment=attachment)
+        node = self._node_crashed(job)
+        if node is not None:  # a node's crash is done once its first crashed job is sent
+            self._crash_node(node, job.row)
 
     def _weights(self):
         """The published weights, pickled once for every worker that gets them."""
@@ -225,6 +228,9 @@ class TorchCluster(WallClockCluster):
         self._handle(*item)
 
     def _handle(self, kind: str, w: int, number: int, message: dict) -> None:
+        if kind == "spawned":  # a crashed node's worker, started again (its session is new)
+            self._spawned(w, message["session"])
+            return
         session = self.sessions[w]
         if session is None or number != session.session:
             return  # from a session that exited or was replaced: stale
@@ -269,16 +275,27 @@ class TorchCluster(WallClockCluster):
         running = None
         if lost:
             running = min([job for job in lost if job.crash] or lost, key=lambda job: job.sent)
-            self.queued[w] = [job for job in lost if job is not running] + self.queued[w]
-            self._forget(running)
+            rest = [job for job in lost if job is not running] + self.queued[w]
+            gone = [job for job in rest if self._died_with_node(job)]  # (the master redoes its iteration)
+            self.queued[w] = [job for job in rest if job not in gone]
+            for job in [running, *gone]:
+                self._forget(job)
         self._exit(w, running)
 
     def _restart(self, w: int) -> None:
         """Spawn worker w's next session now; a thread joins its channel and sends its data (its "ready"
         comes through the queue), so the master goes on taking events meanwhile."""
-        session = self.sessions[w] = self._spawn(w)
-        self.has_version[w] = -1
         self.reloading.add(w)
+        self._spawned(w, self._spawn(w))
+
+    def _spawned(self, w: int, session) -> None:
+        if session is None:  # its node's zygote could not start it: lost for good
+            self.reloading.discard(w)
+            self._dead.add(w)
+            self._lose(w)
+            return
+        self.sessions[w] = session
+        self.has_version[w] = -1
         threading.Thread(target=self._bring_up, args=(session,), daemon=True).start()
 
     def _bring_up(self, session) -> None:
@@ -289,6 +306,35 @@ class TorchCluster(WallClockCluster):
             ok = False
         if not ok:
             self.inbox.put(("broken", session.worker, session.session, {}))
+
+    # -- a node's crash (an emulated cluster's) ---------------------------------------------------------
+    def _kill_node(self, node: int) -> list[int]:
+        """Every process on the node (its zygote and the workers forked there; its zygote reports them gone);
+        on node 0, the master's, its workers' processes only."""
+        if node > 0:
+            return self.nodes.crash(node)
+        killed = []
+        for w in range(self.n):
+            session = self.sessions[w]
+            if self.node_of[w] == 0 and session is not None and session.pid is not None:
+                session.process.kill()
+                killed.append(session.pid)
+        return killed
+
+    def _revive_node(self, node: int) -> None:
+        """Start the node's workers again, in a thread: the first starts the node's zygote, which imports torch
+        (a second and more), while the master goes on with the others."""
+        workers = self.waiting_for_node.pop(node, [])
+        self.reloading.update(workers)
+        threading.Thread(target=self._spawn_each, args=(workers,), daemon=True).start()
+
+    def _spawn_each(self, workers: list[int]) -> None:
+        for w in workers:
+            try:
+                session = self._spawn(w)
+            except RuntimeError:
+                session = None
+            self.inbox.put(("spawned", w, -1, {"session": session}))
 
     # -- stopping ---------------------------------------------------------------------------------
     def shutdown(self, interrupted: bool = False) -> None:

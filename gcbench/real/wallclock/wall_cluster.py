@@ -18,6 +18,11 @@ late work drained then keeps true times, and ``resume`` removes the time since).
 A worker the failure model crashes for good (``downtime: null``) is dead from that job's submission; its
 exit is then not followed by a restart. A drawn crash exits as its job starts: once sent, and once the
 worker's previous job was done, so that is when its ``Failure`` is.
+
+On an emulated cluster, a node's crash (``failures.level: node``, or a scheduled node) is the node's: as the first
+of its crashed jobs is sent, every process on it is killed (``_kill_node``; on node 0, the master's, its workers'
+only), each worker's exit is noticed as any other's, and none is started again before the node's downtime ends,
+when the node is (``_revive_node``). ``node_crashes`` records when each was killed, noticed and back.
 """
 
 from __future__ import annotations
@@ -87,6 +92,16 @@ class WallClockCluster(RealBackend, Cluster):
         self.own_clock = clock is None
         self.clock = WallClock() if clock is None else clock
         self.latency = emulated_latencies(scenario)  # per worker: how long the master holds its messages back
+        from gcbench.real.wallclock.placement import emulated_placement
+
+        placement = emulated_placement(scenario)
+        self.nodes, self.node_of = (None, None) if placement is None else placement
+        # per job: its crash is its node's, which an emulated cluster kills whole (None: no node crashes here)
+        self.node_crash = None if placement is None or draws.node_crash is None else draws.node_crash.tolist()
+        self.crashed_rows: set[tuple[int, int]] = set()  # (node, row) of each node crash done
+        self.nodes_down: dict[int, float] = {}  # a crashed node -> when its downtime ends (inf: never)
+        self.waiting_for_node: dict[int, list[int]] = {}  # a crashed node -> its exited workers, restarted with it
+        self.node_crashes: list[dict[str, Any]] = []  # each node crash: when killed, noticed and back (cluster time)
 
     @classmethod
     def from_scenario(cls, scenario, scheme, seed: int, synchronous: bool = True) -> WallClockCluster:
@@ -180,15 +195,84 @@ class WallClockCluster(RealBackend, Cluster):
 
         An event whose time is past ``until`` stays for a later call; so does one noticed after ``until``."""
         if until == INF:
-            if not self.pending():
+            if not self.pending() and not self._node_returning():
                 return None
             until = self.now + self.timeout  # a wall clock never waits forever
-        event = self.events.next_due(self.clock.now, until, self._take)
+        event = self.events.next_due(self.clock.now, until, self._wait)
         return None if event is None else self._deliver(event)
+
+    def _wait(self, seconds: float) -> None:
+        """Bring back the crashed nodes whose downtime has ended; then wait for the workers, no longer than until
+        the next one's."""
+        now = self.now
+        for node, until in list(self.nodes_down.items()):
+            if until <= now:
+                self._node_back(node)
+        returning = [until for until in self.nodes_down.values() if until < INF]
+        self._take(max(0.0, min([seconds, *(until - now for until in returning)])))
 
     def _take(self, seconds: float) -> None:
         """Wait up to ``seconds`` for one of the workers' replies and turn it into the events it brings."""
         raise NotImplementedError
+
+    # -- a node's crash (an emulated cluster's) -------------------------------------------------------
+    def _node_crashed(self, job: Job) -> int | None:
+        """The node this job's crash takes whole (its worker's), or None: a crash of the worker's own, no crash, or
+        not on an emulated cluster (there each of the node's workers exits as its crashed job starts)."""
+        if self.node_crash is None or not job.crash or not self.node_crash[job.row][job.worker]:
+            return None
+        return self.node_of[job.worker]
+
+    def _exits_itself(self, job: Job) -> bool:
+        """Whether the worker is to exit as this job starts: its own crash (a node's is the cluster's to do)."""
+        return job.crash and self._node_crashed(job) is None
+
+    def _died_with_node(self, job: Job) -> bool:
+        """A crashed job whose node's crash has been done: it went with the node, sent or not."""
+        node = self._node_crashed(job)
+        return node is not None and (node, job.row) in self.crashed_rows
+
+    def _crash_node(self, node: int, row: int) -> None:
+        """Kill every process on ``node`` (once: its other workers' crashed jobs of the row find it gone) and note
+        when its downtime ends; its workers' exits come as any other's."""
+        if node in self.nodes_down or (node, row) in self.crashed_rows:
+            return
+        self.crashed_rows.add((node, row))
+        downtime = self._downtime(row, self.node_of.index(node))
+        killed_at = self.now
+        self.nodes_down[node] = INF if downtime is None else killed_at + downtime
+        killed = self._kill_node(node)
+        workers = [w for w in range(self.n) if self.node_of[w] == node]
+        self.node_crashes.append({"node": node, "iteration": row, "workers": workers, "killed": killed_at,
+                                  "processes": len(killed), "noticed": {}, "revived": None, "back": {}})  # fmt: skip
+        log.warning(f"gcbench: node {node} crashed at iteration {row} (the scenario's failures): its {len(killed)} "
+                    f"processes killed, workers {', '.join(map(str, workers))} with them, "
+                    f"{'for good' if downtime is None else f'back in {downtime:g} s'}; what Ray or torch say of "
+                    "its processes is expected")  # fmt: skip
+
+    def _kill_node(self, node: int) -> list[int]:
+        """Kill the node's processes (on node 0, the master's, its workers' only); the process ids killed."""
+        raise NotImplementedError
+
+    def _node_returning(self) -> bool:
+        return any(until < INF for until in self.nodes_down.values())
+
+    def _node_back(self, node: int) -> None:
+        """The node's downtime has ended: start it again (``_revive_node``) and its exited workers on it."""
+        del self.nodes_down[node]
+        self._revive_node(node)
+        record = next(crash for crash in reversed(self.node_crashes) if crash["node"] == node)
+        record["revived"] = self.now
+
+    def _revive_node(self, node: int) -> None:
+        """Start what the node runs besides the workers again (Ray: its raylet), then its workers
+        (``_workers_back``)."""
+        raise NotImplementedError
+
+    def _workers_back(self, node: int) -> None:
+        """The node is up again: start its exited workers again."""
+        for w in self.waiting_for_node.pop(node, []):
+            self._restart(w)
 
     def in_flight(self, job_ids: Iterable[int]) -> bool:
         """Whether a job with one of these ids can still deliver a result: it runs, or its result is in and held
@@ -202,6 +286,8 @@ class WallClockCluster(RealBackend, Cluster):
     def _deliver(self, event):
         if type(event) is Restart:  # back: the jobs sent to it meanwhile start now
             self.back[event.worker] = True
+            if self.node_of is not None:
+                self._noted(self.node_of[event.worker], "back", event.worker, event.at)
             self._resume(event.worker)
         return event
 
@@ -240,11 +326,23 @@ class WallClockCluster(RealBackend, Cluster):
         exited = min(noticed, max(running.sent, self.idle_since[w])) if crash else noticed
         self._schedule(exited, Failure(w, exited, running))
         self.back[w] = False
+        node = None if self.node_of is None else self.node_of[w]
+        if node in self.nodes_down:
+            self._noted(node, "noticed", w, noticed)
         if w in self._dead:
             self._lose(w)
             return
         self.down_until[w] = exited + (self._downtime(running.row, w) if crash else 0.0)
+        if node in self.nodes_down:  # its node crashed: it starts again with the node
+            self.waiting_for_node.setdefault(node, []).append(w)
+            return
         self._restart(w)
+
+    def _noted(self, node: int, what: str, w: int, at: float) -> None:
+        """Note in the node's latest crash record when worker w was noticed gone, or was back."""
+        record = next((crash for crash in reversed(self.node_crashes) if crash["node"] == node), None)
+        if record is not None and w in record["workers"] and w not in record[what]:
+            record[what][w] = at
 
     def _downtime(self, row: int, worker: int) -> float | None:
         """How long a crash in this job keeps its worker down (None: for good): the failure model's, or the
