@@ -262,3 +262,38 @@ def test_gloo_ranks_on_two_nodes_talk_over_the_shaped_link():
     value, seconds = (float(word) for word in outputs[0][0].split())
     assert value == 2.0
     assert seconds >= (5_000_000 - 2 * 16 * 1024) / (rate * 1.05)
+
+
+CRASHER = """
+import json, subprocess, time
+from gcbench.real.emulation import Nodes
+from gcbench.real.emulation.cluster import alive
+nodes = Nodes.from_environment()
+quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+on_1 = [nodes.start_in(1, ["sleep", "1000"], **quiet) for _ in range(2)]
+on_2 = nodes.start_in(2, ["sleep", "1000"], **quiet)
+time.sleep(0.3)
+before = nodes.processes_on(1)
+killed = nodes.crash(1)
+for process in on_1:
+    process.wait(10)
+address = nodes.run_in(1, ["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True).stdout
+print(json.dumps({"before": before, "killed": killed, "mine": [p.pid for p in on_1], "other": alive(on_2.pid),
+                  "holder": alive(nodes.pids[1]), "after": nodes.processes_on(1), "address": address}))
+on_2.kill()
+"""
+
+
+@needs_namespaces
+def test_a_node_s_crash_kills_every_process_on_it_by_id_and_keeps_its_network():
+    """What a run's node crash does (gcbench/real/wallclock/wall_cluster.py): every process in the node's network
+    namespace killed, found by process id (not by name), another node's left running, and the node's network (its
+    address, its shaped links) kept for what starts on it again."""
+    with EmulatedCluster([NodeSpec(), NodeSpec(), NodeSpec()]) as cluster:
+        env = {**os.environ, **cluster.inside(), "PYTHONPATH": str(ROOT)}
+        done = cluster.run_in(0, [sys.executable, "-c", CRASHER], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        seen = json.loads(done.stdout)
+    assert sorted(seen["killed"]) == sorted(seen["before"]) and set(seen["mine"]) <= set(seen["killed"])
+    assert seen["other"] and seen["holder"] and seen["after"] == []
+    assert "10.9.0.2/24" in seen["address"]

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from gcbench.cli import app
 from gcbench.scenario.build import scheme_for
 from gcbench.scenario.draws import draw_run
 from gcbench.sim.event import simulate_event
@@ -200,11 +198,3 @@ def test_by_code_places_each_variant_s_workers_by_its_code():
         np.testing.assert_allclose(fast.duration, event.duration, rtol=1e-9)
     fr = scheme_for(sc, sc.variants[1])
     assert tuple(placed(sc, fr).topology.node_of(8)) == tuple(np.arange(8) % 4)
-
-
-def test_a_real_run_refuses_by_code_in_one_sentence(tmp_path):
-    path = tmp_path / "s.yaml"
-    path.write_text(SMALL_SCENARIO + "topology: {nodes: 2, placement: by_code}\ntraining: {dataset: synthetic}\n")
-    done = CliRunner().invoke(app, ["run", str(path), "--backend", "local", "--check"])
-    assert done.exit_code == 2, done.output
-    assert "topology.placement is by_code, which places each variant's workers by its code" in done.output

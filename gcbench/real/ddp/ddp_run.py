@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import queue
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from gcbench.real.wallclock.placement import emulated_placement, use_node_interf
 from gcbench.real.wallclock.threads import EVALUATION_THREADS, compute_threads
 from gcbench.results.recorder import RunRecorder
 from gcbench.results.rows import identity, restore, row_dicts, table_columns
-from gcbench.scenario.build import scheme_for
+from gcbench.scenario.build import placed, scheme_for
 from gcbench.scenario.draws import draw_run
 from gcbench.scenario.schema import Scenario
 from gcbench.training.data import Dataset
@@ -88,6 +89,7 @@ class DDPRun(TrainingRun):
         self.scenario, self.index, self.seed, self.data, self.backend = scenario, index, seed, data, backend
         self.variant = scenario.variants[index]
         self.scheme = scheme_for(scenario, self.variant)
+        self.scenario = scenario = placed(scenario, self.scheme)  # (by_code: its workers where its code puts them)
         self.n, self.timeout = self.scheme.n, scenario.training.timeout
         self.loads = np.ones(self.n, dtype=int)
         self.checkpoint = checkpoint
@@ -104,6 +106,7 @@ class DDPRun(TrainingRun):
         self.rendezvous, self.launcher = None, None
         self.inbox: queue.Queue = queue.Queue()
         self.clock = WallClock()
+        self.kills = scheduled_kills(scenario)  # iteration -> the ranks a scheduled crash kills as it starts
         self.model = build_model(scenario.training.model, data.classes, seed)  # rank 0's weights, between blocks
         self.flat = FlatModel(self.model, scenario.training)
 
@@ -122,7 +125,7 @@ class DDPRun(TrainingRun):
             if not self.sessions:
                 self._start()
             self.clock.resume()
-            for first, end in stretches(self.next_iteration, last, self.scenario):
+            for first, end in stretches(self.next_iteration, last, self.scenario, self.kills):
                 self._train(first, end, on_iteration)
             self.clock.pause()
         except GcbenchError as error:
@@ -187,6 +190,8 @@ class DDPRun(TrainingRun):
         for session in self.sessions:
             if not session.send({"kind": "run", "first": first, "last": end}):
                 raise GcbenchError(self._lost(session.worker, first))
+        if first in self.kills:
+            self._kill(first)
         reports: dict[int, list[dict]] = {}
         state = None  # rank 0's, after its last iteration: it may come before another rank's last report
         for t in range(first, end):
@@ -242,6 +247,40 @@ class DDPRun(TrainingRun):
             raise RuntimeError(f"rank {rank} sent {kind} where {' or '.join(kinds)} was due")
         return kind, rank, message
 
+    def _kill(self, t: int) -> None:
+        """The scheduled crash of iteration t: kill its ranks' processes (on an emulated cluster, every process of
+        a crashed node but node 0's driver); then wait for the other ranks' ends, and stop with what happened."""
+        ranks, nodes = self.kills[t]
+        placement = emulated_placement(self.scenario)
+        killed = time.monotonic()
+        for node in nodes:
+            if placement is not None and node > 0:
+                placement[0].crash(node)
+        for rank in ranks:
+            self.sessions[rank].process.kill()
+        ends: dict[int, float] = {}
+        while len(ends) < self.n:
+            try:
+                kind, rank, _, _ = self.inbox.get(timeout=self.timeout)
+            except queue.Empty:
+                break
+            if kind == "exit" and rank not in ends:
+                ends[rank] = time.monotonic() - killed
+        survivors = sorted(set(range(self.n)) - set(ranks))
+        lost = f"node {nodes[0]} crashed" if nodes else f"rank {ranks[0]} crashed"
+        if nodes:
+            lost += f" with {name_ranks(ranks)}"
+        ended = [ends[r] for r in survivors if r in ends]
+        if len(ended) == len(survivors):
+            what = f"the other ranks' all-reduce failed and they exited within {max(ended):.2f} s"
+        else:
+            what = (f"{len(survivors) - len(ended)} of the other ranks still waited in their all-reduce after "
+                    f"{self.timeout:g} s (training.timeout)")  # fmt: skip
+        raise GcbenchError(
+            f"'{self.label}': {lost} in iteration {t} (the scenario's schedule); DistributedDataParallel has no fault "
+            f"tolerance: {what}, so the variant stops."
+        )
+
     def _lost(self, rank: int, t: int | None, code: int | None = None) -> str:
         status = "" if code is None else f" (status {code})"
         when = "while starting" if t is None else f"in iteration {t}"
@@ -272,11 +311,34 @@ class DDPRun(TrainingRun):
         return [session.pid for session in self.sessions if session.alive()]
 
 
-def stretches(first: int, last: int, scenario: Scenario) -> list[tuple[int, int]]:
-    """Iterations first..last-1 cut after every evaluation (every ``eval_every``): the driver evaluates between."""
+def stretches(first: int, last: int, scenario: Scenario, kills: dict | None = None) -> list[tuple[int, int]]:
+    """Iterations first..last-1 cut after every evaluation (every ``eval_every``): the driver evaluates between;
+    and before each iteration a scheduled crash kills ranks in (the driver kills them as it starts)."""
     every = scenario.training.eval_every
-    cuts = sorted({first, last, *range((first // every + 1) * every, last, every)})
+    cuts = {first, last, *range((first // every + 1) * every, last, every)}
+    cuts |= {t for t in (kills or {}) if first < t < last}
+    cuts = sorted(cuts)
     return list(zip(cuts[:-1], cuts[1:], strict=False))
+
+
+def scheduled_kills(scenario: Scenario) -> dict[int, tuple[list[int], list[int]]]:
+    """Per iteration, the ranks the schedule's crashes kill as it starts, and the nodes they take (rank r is
+    worker r, on worker r's node)."""
+    kills: dict[int, tuple[list[int], list[int]]] = {}
+    topology = scenario.topology
+    node_of = None if topology is None else [int(k) for k in topology.node_of(scenario.workers)]
+    for entry in getattr(scenario.failures, "schedule", []):
+        ranks, nodes = kills.setdefault(entry.iteration, ([], []))
+        if entry.node is None:
+            ranks.append(entry.worker)
+        else:
+            nodes.append(entry.node)
+            ranks += [r for r in range(scenario.workers) if node_of[r] == entry.node]
+    return {t: (sorted(set(ranks)), sorted(set(nodes))) for t, (ranks, nodes) in kills.items()}
+
+
+def name_ranks(ranks: list[int]) -> str:
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks[:-1]))} and {ranks[-1]}"
 
 
 def rank_devices(scenario: Scenario, n: int) -> tuple[list[str], str, bool]:

@@ -14,9 +14,9 @@ import datetime
 import os
 import queue
 import signal
+import sys
 import threading
 import time
-import traceback
 from typing import Any
 
 import numpy as np
@@ -45,8 +45,9 @@ def serve(rank: int, world: int, port: int, timeout: float, host: str = channel.
     threading.Thread(target=receive, args=(down, inbox.put, inbox), daemon=True).start()
     try:
         _train(rank, world, rendezvous, inbox, channel.Sender(up, rank, 0), timeout)
-    except Exception:  # noqa: BLE001 - e.g. another rank died mid all-reduce: say why, and exit at once
-        traceback.print_exc()
+    except Exception as error:  # noqa: BLE001 - e.g. another rank died mid all-reduce: say why, and exit at once
+        why = (str(error).strip().splitlines() or [""])[0][:200]
+        print(f"gcbench: DDP rank {rank} stops: {type(error).__name__}: {why}", file=sys.stderr, flush=True)
         os._exit(1)
     os._exit(0)  # (gloo's threads would otherwise hold the interpreter's exit)
 

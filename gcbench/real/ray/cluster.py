@@ -304,7 +304,8 @@ class RayCluster(StreamedJobs, WallClockCluster):
         for other in [running, *gone]:
             self._forget(other)
         self._exit(w, running)
-        self._warn_once(w, running.crash)
+        if not self._died_with_node(running):  # (a node's crash is said as it is done)
+            self._warn_once(w, running.crash)
 
     def _restart(self, w: int) -> None:
         """Ray restarts the actor; ``load`` waits for that and gives it its data back."""

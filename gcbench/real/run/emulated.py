@@ -28,9 +28,14 @@ def inside_emulation() -> Nodes | None:
     return Nodes.from_environment()
 
 
-def worker_nodes(scenario: Scenario) -> list[int]:
+def worker_nodes(scenario: Scenario) -> list[int] | dict[str, list[int]]:
     """Each worker's node, as the topology places it (run.json records it; the backends place the workers by
-    gcbench/real/wallclock/placement.py, from the same topology)."""
+    gcbench/real/wallclock/placement.py, from the same topology); with ``by_code``, each variant's, by label."""
+    from gcbench.scenario.build import placed, scheme_for
+
+    if scenario.topology.placement == "by_code":
+        return {variant.display_label(): worker_nodes(placed(scenario, scheme_for(scenario, variant)))
+                for variant in scenario.variants}  # fmt: skip
     return [int(node) for node in scenario.topology.node_of(scenario.workers)]
 
 

@@ -77,12 +77,6 @@ def check_real(scenario: Scenario, path: Path) -> None:
     if training.dataset == "synthetic" and training.data_dir:
         raise GcbenchError(f"{path}: training.data_dir ({training.data_dir}) is for cifar10; the dataset is synthetic.")
     refuse_allreduce_failures(scenario, path)
-    if scenario.topology is not None and scenario.topology.placement == "by_code":
-        raise GcbenchError(
-            f"{path}: topology.placement is by_code, which places each variant's workers by its code, and a real "
-            "run's workers stay on their nodes for the whole run; give spread, pack or the map `gcbench schemes "
-            "NAME --nodes K --placement by_code` prints for the code you run."
-        )
     partitions_of = [(f"variant '{v.display_label()}'", scheme_for(scenario, v).k) for v in scenario.variants]
     for label, partitions in partitions_of + [("the local backend", scenario.workers)]:
         if training.batch_size % partitions:
@@ -122,10 +116,15 @@ def refuse_sequential_without_earlier_weights(scenario: Scenario, backend: str) 
 
 
 def refuse_allreduce_failures(scenario: Scenario, path: Path) -> None:
-    """DDP has no fault tolerance (a rank that dies ends every rank's all-reduce): no crashes to inject there."""
+    """DDP has no fault tolerance (a rank that dies ends every rank's all-reduce): no drawn crashes to inject
+    there. A schedule alone is run, to show what the all-reduce does when a rank or a node is lost (the variant
+    stops; gcbench/real/ddp/ddp_run.py)."""
     ddp = [v.display_label() for v in scenario.variants if not v.policy.needs_master]
-    if ddp and scenario.failures.model != "none":
+    failures = scenario.failures
+    scheduled_only = failures.model == "crash" and failures.probability == 0.0 and failures.schedule
+    if ddp and failures.model != "none" and not scheduled_only:
         raise GcbenchError(
-            f"{path}: failures.model is {scenario.failures.model}, but variant '{ddp[0]}' is DistributedDataParallel, "
-            "which has no fault tolerance; give failures: {model: none}, or leave it out with --variants."
+            f"{path}: failures.model is {failures.model}, but variant '{ddp[0]}' is DistributedDataParallel, "
+            "which has no fault tolerance; give failures: {model: none} or a schedule alone, or leave it out with "
+            "--variants."
         )

@@ -116,14 +116,12 @@ class Session:
         self.display.block_done(run)
 
     def tables(self) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
-        frames = [run.frames() for run in self.runs]
-        iterations = [f for f, _ in frames if f is not None and len(f)]
-        workers = [w for _, w in frames if w is not None and len(w)]
+        frames = [(run, *run.frames()) for run in self.runs]
+        iterations = [f for _, f, _ in frames if f is not None and len(f)]
+        workers = [placed_nodes(run, w) for run, _, w in frames if w is not None and len(w)]
         workers = pd.concat(workers, ignore_index=True) if workers else None
         iterations = pd.concat(iterations, ignore_index=True) if iterations else None
-        topology = self.scenario.topology
-        if workers is not None and topology is not None:  # each worker's node (none without a topology)
-            workers["node"] = topology.node_of(self.scenario.workers)[workers["worker"].to_numpy()]
+        if workers is not None and "node" in workers:  # (none without a topology)
             if iterations is not None:
                 iterations = iterations.merge(_nodes_lost(workers), on=KEYS, how="left")
                 iterations["nodes_lost"] = iterations["nodes_lost"].fillna(0).astype("int64")
@@ -199,6 +197,14 @@ class sigterm_as_interrupt:
 
 
 KEYS = ["variant", "point", "seed", "iteration"]
+
+
+def placed_nodes(run, workers: pd.DataFrame) -> pd.DataFrame:
+    """A run's workers table with each worker's node, as its variant places it (none without a topology)."""
+    topology = getattr(run.scenario, "topology", None)
+    if topology is None:
+        return workers
+    return workers.assign(node=topology.node_of(run.scenario.workers)[workers["worker"].to_numpy()])
 
 
 def _nodes_lost(workers: pd.DataFrame) -> pd.DataFrame:

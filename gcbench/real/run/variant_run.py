@@ -25,7 +25,7 @@ from gcbench.real.wallclock.threads import EVALUATION_THREADS, compute_threads, 
 from gcbench.results.messages import MessageLog
 from gcbench.results.recorder import RunRecorder
 from gcbench.results.rows import identity, restore, row_dicts, table_columns
-from gcbench.scenario.build import scheme_for
+from gcbench.scenario.build import placed, scheme_for
 from gcbench.scenario.draws import draw_run
 from gcbench.scenario.schema import Scenario
 from gcbench.training.data import Dataset
@@ -60,6 +60,7 @@ class VariantRun(TrainingRun):
         self.scenario, self.index, self.seed, self.data, self.backend = scenario, index, seed, data, backend
         self.variant = scenario.variants[index]
         self.scheme = scheme_for(scenario, self.variant)
+        self.scenario = scenario = placed(scenario, self.scheme)  # (by_code: its workers where its code puts them)
         self.loads = np.array([self.scheme.step_load(w) for w in range(self.scheme.n)])
         self.checkpoint = checkpoint
         self.state = load_checkpoint(checkpoint, scenario, self.variant, data) if checkpoint else None
