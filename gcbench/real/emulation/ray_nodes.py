@@ -23,7 +23,7 @@ from gcbench.real.emulation.cluster import Nodes
 HEAD_PORT = 6379
 LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # 0: Ray keeps to 127.0.0.1 and refuses other nodes
 START_TIMEOUT = 120.0  # seconds a node may take to start and join
-# the head's settings for a node's crash (a run may kill one, docs/emulation.md "A node lost"): Ray's defaults
+# the head's settings for a node's crash (a run may kill one, docs/run.md "A node's crash"): Ray's defaults
 # notice a dead raylet after five missed health checks three seconds apart (14 s measured here), and only then
 # restart its actors elsewhere or wait for their node; checked every 0.25 s and dead after two misses, it was 1.5
 # s. A task on an actor whose process died fails at once, not after Ray's second waiting for the death's cause

@@ -240,8 +240,8 @@ class RayCluster(StreamedJobs, WallClockCluster):
         if self.raylets:
             self._raylets_started()
         refs = [*self.jobs, *self.pings]
-        if not refs:
-            time.sleep(seconds)
+        if not refs:  # (while a crashed node's raylet starts, polled a slice at a time)
+            time.sleep(min(seconds, SIGNAL_SLICE) if self.raylets else seconds)
             return
         done, _ = self.ray.wait(refs, num_returns=1, timeout=min(seconds, SIGNAL_SLICE))
         if not done:
