@@ -20,10 +20,11 @@ the run's seeds and iterations; the legs of benchmarks/calibration.py); `gcbench
 names the slow node.
 
 Part 3, a node lost and coming back: node 1 crashes at iteration 10 with a 5 s downtime, 60 iterations, one seed;
-uncoded (which waits for the node's workers) and FR s=1 spread (which does not). The run's own calibration is
-simulated with the same schedule, and the iteration times around the loss and the return are drawn real against
-simulated (``OUT/node_return.png``, docs/node_return.png); run.json's ``node_crashes`` say when the node was
-killed, its workers noticed gone, the node started again and each worker back.
+uncoded (which waits for the node's workers) and FR s=1 spread (which does not). `gcbench calibrate` fits a run of
+the same cluster without the crash; the calibrated scenario is simulated with the crash, and the iteration times
+around the loss and the return are drawn real against simulated (``OUT/node_return.png``, docs/node_return.png);
+run.json's ``node_crashes`` say when the node was killed, its workers noticed gone, the node started again and each
+worker back.
 
     python benchmarks/node_failures.py --part 1|2|3 --data-dir PATH [--out DIR] [--backend torch|ray] [--reuse]
 """
@@ -151,6 +152,8 @@ def slow_node(data_dir: str, out: Path, backend: str, reuse: bool) -> None:
     slow = "straggling: {model: fixed, level: node, nodes: [1], slowdown: 4}\n"
     for placement in ("spread", "pack", "by_code"):
         folder = (out / f"part2-{placement}").resolve()
+        if not reuse:  # (a stopped run's checkpoints would be taken up, not replaced)
+            shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True, exist_ok=True)
         scenario = folder / f"slow-node-{placement}.yaml"
         scenario.write_text(scenario_text(f"slow-node-{placement}", 30, placement, variants, "0, 1, 2",
@@ -173,10 +176,14 @@ def node_return(data_dir: str, out: Path, backend: str, reuse: bool) -> None:
     text = scenario_text("node-return", 60, "spread", variants, "0", str(Path(data_dir).resolve()), schedule)
     folder = out / f"part3-{backend}"
     run, _ = real_run(text, folder, backend, reuse)
+    # the twin is fitted to a run of the same cluster without the crash, and simulates the crash itself: what the
+    # simulator predicts of a node's loss and return from a cluster it saw whole
+    reference, _ = real_run(text.replace(schedule, ""), out / f"part3-{backend}-whole", backend, reuse)
     calibrated = folder / "calibrated.yaml"
     simulated = folder / "simulated"
-    for command in (["calibrate", run, "-o", calibrated, "--force"], ["simulate", calibrated, "--force", "--out",
-                                                                      simulated]):  # fmt: skip
+    crash = "failures={schedule: [{node: 1, iteration: 10, downtime: 5}]}"
+    for command in (["calibrate", reference, "-o", calibrated, "--force"],
+                    ["simulate", calibrated, "--set", crash, "--force", "--out", simulated]):  # fmt: skip
         done = gcbench(*command)
         if done.returncode != 0:
             raise SystemExit(done.stdout[-2000:] + done.stderr[-2000:])

@@ -69,6 +69,21 @@ def test_an_unfair_sharing_is_recovered_with_the_links():
         np.testing.assert_allclose(fit.latency, [0.002, 0.01, 0.03], rtol=1e-3, atol=1e-6)
 
 
+def test_links_are_fitted_where_by_code_places_each_variant_on_its_own():
+    """``placement: by_code``: cyclic-MDS s=1 and FR s=1 place 6 workers on 3 nodes differently (1 0 2 0 1 2
+    against spread), a run's workers table says so, and each variant's uploads are replayed from its own nodes."""
+    variants = [{"label": "cyclic", "scheme": "cyclic_mds", "s": 1},
+                {"label": "FR fp16", "scheme": "fr", "s": 1, "compression": {"name": "fp16"}}]  # fmt: skip
+    network = {
+        "latency": 0.002,
+        "nodes": {1: {"bandwidth": 2e7, "latency": 0.01}, 2: {"bandwidth": 5e6, "latency": 0.03}},
+    }
+    scenario = known(topology={"nodes": 3, "placement": "by_code"}, network=network, variants=variants)
+    fit = fit_links([simulated(scenario)])
+    np.testing.assert_allclose(fit.latency, [0.002, 0.01, 0.03], rtol=1e-3, atol=1e-6)
+    np.testing.assert_allclose(fit.bandwidth[1:], [2e7, 5e6], rtol=1e-3)
+
+
 def test_without_a_topology_one_link_each_is_recovered():
     fit = fit_links([simulated(known(network={"latency": 0.004, "bandwidth": 1e7}))])
     np.testing.assert_allclose([fit.latency[0], fit.bandwidth[0]], [0.004, 1e7], rtol=1e-3)

@@ -49,6 +49,7 @@ class _Group:
     codec: float  # seconds the variant's compressing and decompressing add to each message, as the model has it
     ready: np.ndarray
     arrival: np.ndarray
+    link_of: np.ndarray  # each worker's uplink: its node, or -1 on the master's (no link); a variant's own by_code
 
 
 def message_sizes(run: MeasuredRun, variants: list[str]) -> dict[str, tuple[int, float]]:
@@ -105,8 +106,6 @@ def fit_links(runs: list[MeasuredRun], variants: list[str] | None = None) -> Lin
     runs' messages have one size only."""
     scenario = runs[0].scenario
     n, topology = scenario.workers, scenario.topology
-    placed = np.arange(n) if topology is None else topology.node_of(n)
-    link_of = np.where(placed == MASTER_NODE, -1, placed) if topology is not None else np.zeros(n, dtype=int)
     links = 1 if topology is None else topology.nodes  # without a topology: one link, each worker a copy of it
     groups = [group for run in runs for group in _groups(run, variants)]
     sizes = sorted({int(group.size) for group in groups})
@@ -120,10 +119,11 @@ def fit_links(runs: list[MeasuredRun], variants: list[str] | None = None) -> Lin
     # the buckets the emulated cluster's uplinks had (run.json): a message's first bytes crossed at once
     recorded = runs[0].bursts if topology is not None else None
     burst = None if recorded is None or len(recorded) != links or not any(recorded) else np.array(recorded)
-    crossing = [k for k in range(links) if (link_of == k).any()]
-    local = bool((link_of < 0).any())
+    crossing = [k for k in range(links) if any((group.link_of == k).any() for group in groups)]
+    local = any(bool((group.link_of < 0).any()) for group in groups)
     # messages share a link (a node's, or the ingress): the order they joined it in weighs (network.unfairness)
-    shared = topology is not None and bool(max((link_of == k).sum() for k in crossing) > 1 or ingress < INF)
+    most = max(((group.link_of == k).sum() for group in groups for k in crossing), default=0)
+    shared = topology is not None and bool(most > 1 or ingress < INF)
 
     def unpack(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         latency, bandwidth = np.zeros(links), np.full(links, INF)
@@ -137,18 +137,18 @@ def fit_links(runs: list[MeasuredRun], variants: list[str] | None = None) -> Lin
         unfairness = values[-1] if shared else 0.0
         errors = []
         for group in groups:
-            delay = np.where(link_of < 0, master, latency[np.maximum(link_of, 0)])
+            delay = np.where(group.link_of < 0, master, latency[np.maximum(group.link_of, 0)])
             reach = np.where(np.isnan(group.arrival), INF, group.ready + (delay + group.codec))
             if topology is None:  # each worker its own copy of the one link
                 node, rates = np.arange(n), np.full(n, bandwidth[0])
             else:
-                node, rates = link_of, bandwidth
+                node, rates = group.link_of, bandwidth
             replayed = finish_times(reach, group.size, node, rates, ingress, unfairness, burst)
             seen = ~np.isnan(group.arrival)
             errors.append((replayed - group.arrival)[seen])
         return np.concatenate(errors)
 
-    start = np.append(_start(groups, link_of, crossing, local, shares=topology is not None), [0.0] * shared)
+    start = np.append(_start(groups, crossing, local, shares=topology is not None), [0.0] * shared)
     bounds = ([0.0, np.log(1.0)] * len(crossing) + [0.0] * local + [0.0] * shared,
               [10.0, np.log(1e12)] * len(crossing) + [10.0] * local + [0.95] * shared)  # fmt: skip
     # plain least squares from the first guess, then a robust pass from there (a few outliers, a worker's hiccup,
@@ -168,6 +168,7 @@ def _groups(run: MeasuredRun, variants: list[str] | None) -> list[_Group]:
     chosen = run.variants if variants is None else [label for label in variants if label in run.variants]
     sizes = message_sizes(run, chosen)
     n, groups = run.scenario.workers, []
+    uplinks = _uplinks(run.scenario)
     rows = run.workers[run.workers["variant"].isin(sizes)]
     for (label, _, _), frame in rows.groupby(["variant", "seed", "point"], sort=False):
         ready = frame.pivot(index="iteration", columns="worker", values="compute_end").reindex(columns=range(n))
@@ -176,22 +177,38 @@ def _groups(run: MeasuredRun, variants: list[str] | None) -> list[_Group]:
         arrival[np.isnan(ready)] = np.nan
         ready = np.where(np.isnan(ready), 0.0, ready)
         size, codec = sizes[label]
-        groups.append(_Group(float(size), codec, ready, arrival))
+        groups.append(_Group(float(size), codec, ready, arrival, uplinks[label]))
     return groups
 
 
-def _start(groups: list[_Group], link_of: np.ndarray, crossing: list[int], local: bool, shares: bool) -> np.ndarray:
+def _uplinks(scenario) -> dict[str, np.ndarray]:
+    """Each variant's workers' uplinks (their node, or -1 on the master's; without a topology, the one link), as
+    the variant places them (``by_code``: each its own)."""
+    from gcbench.scenario.build import placed
+
+    n, uplinks = scenario.workers, {}
+    for variant in scenario.variants:
+        if scenario.topology is None:
+            uplinks[variant.display_label()] = np.zeros(n, dtype=int)
+            continue
+        node_of = placed(scenario, scheme_for(scenario, variant)).topology.node_of(n)
+        uplinks[variant.display_label()] = np.where(node_of == MASTER_NODE, -1, node_of)
+    return uplinks
+
+
+def _start(groups: list[_Group], crossing: list[int], local: bool, shares: bool) -> np.ndarray:
     """A first guess from the lines through each link's median uploads at each size, its workers' messages taken
     to share the link all the way (so the bandwidth is their count over the line's slope)."""
     values = []
     for k in crossing:
-        points = [(g.size, np.nanmedian((g.arrival - g.ready)[:, link_of == k]) - g.codec) for g in groups]
+        on = [g for g in groups if (g.link_of == k).any()]
+        points = [(g.size, np.nanmedian((g.arrival - g.ready)[:, g.link_of == k]) - g.codec) for g in on]
         points = [(size, upload) for size, upload in points if np.isfinite(upload)]
         sizes, uploads = np.array([p[0] for p in points]), np.array([p[1] for p in points])
         slope, latency = np.polyfit(sizes, uploads, 1) if len(set(sizes)) > 1 else (uploads.mean() / sizes.mean(), 0)
-        sharing = int((link_of == k).sum()) if shares else 1
+        sharing = max(int((g.link_of == k).sum()) for g in on) if shares else 1
         values += [min(max(latency, 0.0), 10.0), np.log(sharing / max(slope, 1e-12))]
     if local:
-        uploads = np.concatenate([(g.arrival - g.ready - g.codec)[:, link_of < 0].ravel() for g in groups])
+        uploads = np.concatenate([(g.arrival - g.ready - g.codec)[:, g.link_of < 0].ravel() for g in groups])
         values.append(min(max(float(np.nanmedian(uploads)), 0.0), 10.0))
     return np.array(values)

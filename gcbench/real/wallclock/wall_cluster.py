@@ -205,13 +205,12 @@ class WallClockCluster(RealBackend, Cluster):
         """Bring back the crashed nodes whose downtime has ended; then wait for the workers, no longer than until
         the next one's. Not while the clock is paused (the late work drained between turns): that time is no
         one's, and a node brought back in it would be back early on the clock."""
-        now = self.now
-        returning = [] if self.clock.paused_at is not None else [until for until in self.nodes_down.values()]
+        now, paused = self.now, self.clock.paused_at is not None
         for node, until in list(self.nodes_down.items()):
-            if until <= now and self.clock.paused_at is None:
+            if until <= now and not paused:
                 self._node_back(node)
-        returning = [until for until in returning if now < until < INF]
-        self._take(max(0.0, min([seconds, *(until - now for until in returning)])))
+        returning = [] if paused else [until - now for until in self.nodes_down.values() if until < INF]
+        self._take(max(0.0, min([seconds, *returning])))
 
     def _take(self, seconds: float) -> None:
         """Wait up to ``seconds`` for one of the workers' replies and turn it into the events it brings."""
