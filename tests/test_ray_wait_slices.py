@@ -26,6 +26,7 @@ def cluster_waiting_for_one_job() -> tuple[RayCluster, WaitRecorder]:
     cluster = RayCluster.__new__(RayCluster)  # (no Ray here: only the waiting is under test)
     cluster.ray = recorder = WaitRecorder()
     cluster.jobs, cluster.pings = {"ref": Job(0, 0, 0, 0.0, False)}, {}
+    cluster.raylets = []  # (no crashed node's raylet starting)
     return cluster, recorder
 
 
