@@ -20,7 +20,8 @@ from gcbench.cli import app
 from gcbench.real.emulation import namespaces_refused
 from gcbench.scenario.build import placed, scheme_for
 from gcbench.scenario.draws import draw_run
-from tests.simhelpers import SMALL_SCENARIO, scenario
+
+from simhelpers import SMALL_SCENARIO, scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 REFUSED = namespaces_refused()
@@ -46,6 +47,7 @@ def test_the_draws_say_which_crashes_take_a_whole_node():
 
 
 def test_variants_run_alone_on_an_emulated_cluster_where_crashes_take_nodes(monkeypatch):
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
     from gcbench.real.run import emulated
     from gcbench.real.run.session import runs_alone, turns
 
@@ -76,6 +78,7 @@ def test_variants_run_alone_on_an_emulated_cluster_where_crashes_take_nodes(monk
 
 
 def test_ddp_kills_the_schedule_s_ranks_as_their_iteration_starts():
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
     from gcbench.real.ddp.ddp_run import scheduled_kills, stretches
 
     sc = scenario(workers=4, iterations=10, topology={"nodes": 2, "placement": "pack"},
@@ -86,6 +89,7 @@ def test_ddp_kills_the_schedule_s_ranks_as_their_iteration_starts():
 
 
 def test_ddp_runs_a_schedule_alone_and_refuses_drawn_crashes_in_one_sentence(tmp_path):
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
     base = SMALL_SCENARIO.replace("variants: [{scheme: uncoded}]", "variants: [{scheme: uncoded, policy: allreduce}]")
     path = tmp_path / "s.yaml"
     path.write_text(base + "training: {dataset: synthetic}\nfailures: {schedule: [{worker: 1, iteration: 2, "
@@ -103,7 +107,7 @@ def test_ddp_runs_a_schedule_alone_and_refuses_drawn_crashes_in_one_sentence(tmp
 # -- by_code in real runs ---------------------------------------------------------------------------------------
 
 
-def test_a_real_run_places_each_variant_by_its_code(tmp_path):
+def test_a_real_run_places_each_variant_by_its_code():
     """Each variant's run has its own workers, so each goes where its code puts them: run.json records each
     variant's map, as ``gcbench schemes NAME --nodes K --placement by_code`` prints it."""
     from gcbench.real.run.emulated import worker_nodes
@@ -115,6 +119,10 @@ def test_a_real_run_places_each_variant_by_its_code(tmp_path):
         expected = placed(sc, scheme_for(sc, variant)).topology.node_of(6).tolist()
         assert maps[variant.display_label()] == expected
     assert maps["fr(s=1)/decodable"] != maps["cyclic_mds(s=1)/decodable"]
+
+
+def test_a_real_run_takes_by_code(tmp_path):
+    pytest.importorskip("torch", reason="torch is part of the [real] extra")
     path = tmp_path / "s.yaml"
     path.write_text(SMALL_SCENARIO + "topology: {nodes: 2, placement: by_code}\ntraining: {dataset: synthetic}\n")
     done = CliRunner().invoke(app, ["run", str(path), "--backend", "torch", "--check"])
