@@ -228,7 +228,7 @@ def figure(real: pd.DataFrame, sim: pd.DataFrame, crashes: list[dict], path: Pat
                                 (max(crash["back"].values()), "--", "workers back (real)")):  # fmt: skip
             axis.axvline(at, color="grey", linewidth=0.8, linestyle=style, label=name)
         axis.set_title(f"{label}: node 1 lost at iteration 10, down 5 s")
-        axis.set_xlabel("run time at the iteration's end (s)")
+        axis.set_xlabel("run time (s); each iteration drawn over its span")
         axis.set_yscale("log")
     np.atleast_1d(axes)[0].set_ylabel("iteration time (s)")
     np.atleast_1d(axes)[0].legend(fontsize=7)
