@@ -8,6 +8,7 @@ from gcbench.cluster import Cluster
 from gcbench.coding import Scheme
 from gcbench.master.asynchronous import AsynchronousMaster
 from gcbench.master.learner import Learner
+from gcbench.master.outcome import scheduled_for_good
 from gcbench.master.synchronous import SynchronousMaster
 from gcbench.results.sparse import SparseRecorder
 from gcbench.scenario.draw_rows import DrawnRows
@@ -28,6 +29,7 @@ def master_for(cluster: Cluster, scenario, variant, scheme: Scheme, draws, rec, 
         master = SynchronousMaster(cluster, scheme, variant, draws.crash, scenario.stale_work, rec, learner)
         if scenario.topology is not None:  # (a by_code placement is resolved before: the variant's own map)
             master.node_of = scenario.topology.node_of(scenario.workers)
+        master.scheduled_dead = scheduled_for_good(scenario)
         return master
     return AsynchronousMaster(
         cluster, variant, draws.crash, rec, learner, straggling=draws.straggling, injected=draws.injected

@@ -50,16 +50,27 @@ def decoding_quality(rec: RunRecorder, scheme: Scheme, rows: np.ndarray | None =
 
 
 def stuck_iteration(label: str, t: int, scheme: Scheme, policy, dead: Iterable[int], answered: int,
-                    node_of=None) -> SimulationStuck:  # fmt: skip
+                    node_of=None, scheduled: bool = False) -> SimulationStuck:  # fmt: skip
     """Iteration t can never finish: who crashed for good (``dead``), how many workers ``answered``, and why that
-    is too few; with each worker's node (``node_of``, a topology's), the nodes lost whole, by name."""
+    is too few; with each worker's node (``node_of``, a topology's), the nodes lost whole, by name (their workers
+    not named twice). ``scheduled``: crashes for good of ``failures.schedule`` are among them, and the hint says
+    to give its entries a downtime (the model's does not apply to them)."""
     dead = sorted(int(w) for w in dead)
     lost = "" if node_of is None else lost_nodes(dead, node_of)
+    whole = node_of is not None and lost and all(_on_lost_node(w, dead, node_of) for w in dead)
+    named = "" if whole else f" ({name_workers(dead)})"
+    hint = policy.stuck_hint()
+    if scheduled:
+        hint = hint.replace("give failures.downtime", "give the failures.schedule entries a downtime")
     return SimulationStuck(
         f"variant '{label}': iteration {t} can never finish ({lost}{len(dead)} of {scheme.n} workers crashed for "
-        f"good ({name_workers(dead)}), {answered} answered; too many for {scheme.name} with s={scheme.s} under "
-        f"{policy.name}); {policy.stuck_hint()}."
+        f"good{named}, {answered} answered; too many for {scheme.name} with s={scheme.s} under "
+        f"{policy.name}); {hint}."
     )
+
+
+def _on_lost_node(w: int, dead: list[int], node_of) -> bool:
+    return all(other in dead for other in range(len(node_of)) if node_of[other] == node_of[w])
 
 
 def lost_nodes(dead: list[int], node_of) -> str:
@@ -105,8 +116,17 @@ def _scheduled_stuck(scenario, variant, scheme: Scheme) -> RunStuck | None:
         left = [m for w in range(scheme.n) if w not in dead for m in scheme.messages(w)]
         if policy.stop_now(scheme, left, 0.0, all_arrived=True, first=0.0) is None:  # (every one left answered)
             answered = scheme.n - len(dead)
-            return stuck_iteration(variant.display_label(), entry.iteration, scheme, policy, dead, answered, node_of)
+            return stuck_iteration(variant.display_label(), entry.iteration, scheme, policy, dead, answered, node_of,
+                                   scheduled=True)  # fmt: skip
     return None
+
+
+def scheduled_for_good(scenario) -> set[int]:
+    """The workers ``failures.schedule`` crashes for good (downtime null), its nodes' workers included (the
+    scenario as the variant places them)."""
+    node_of = None if scenario.topology is None else scenario.topology.node_of(scenario.workers)
+    forever = (entry for entry in getattr(scenario.failures, "schedule", []) if entry.downtime is None)
+    return {int(w) for e in forever for w in ([e.worker] if e.node is None else np.flatnonzero(node_of == e.node))}
 
 
 def name_workers(workers: list[int], most: int = 10) -> str:

@@ -58,6 +58,7 @@ class SynchronousMaster:
         self.cluster, self.scheme, self.variant, self.policy = cluster, scheme, variant, variant.policy
         self.crash, self.finish_stale, self.rec, self.learner = crash, stale_work == "finish", rec, learner
         self.node_of = None  # each worker's node, where the cluster has a topology (errors name a lost node)
+        self.scheduled_dead: set[int] = set()  # the workers failures.schedule crashes for good (errors say so)
         self.received: list[Result] = []  # the current iteration's used results, in arrival order
         self.pending: list[list[tuple[int, bool]]] = [[] for _ in range(scheme.n)]  # per worker: (iteration, crash)
         self.held: set[int] = set()  # workers with pending jobs
@@ -121,7 +122,9 @@ class SynchronousMaster:
             if self._nothing_more(t) and wake == INF:
                 answered = int(self.rec.used[t].sum())
                 label = self.variant.display_label()
-                raise stuck_iteration(label, t, self.scheme, self.policy, cluster.dead, answered, self.node_of)
+                scheduled = bool(self.scheduled_dead.intersection(cluster.dead))
+                raise stuck_iteration(label, t, self.scheme, self.policy, cluster.dead, answered, self.node_of,
+                                      scheduled)  # fmt: skip
             until = start + wake
             if limit < until:
                 until = limit

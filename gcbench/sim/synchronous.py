@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from gcbench.coding import Scheme
-from gcbench.master.outcome import SimulationStuck, decoding_quality, stuck_iteration
+from gcbench.master.outcome import SimulationStuck, decoding_quality, scheduled_for_good, stuck_iteration
 from gcbench.master.sequential import RoundCode
 from gcbench.models.wire import Wire
 from gcbench.results.recorder import Emit, RunRecorder
@@ -85,6 +85,7 @@ class _Run:
         self.downtime = np.inf if model is None else model
         self.downtimes = draws.downtime
         self.node_of = None if scenario.topology is None else scenario.topology.node_of(scenario.workers)
+        self.scheduled_dead = scheduled_for_good(scenario)
         # a sequential scheme: each round's end depends on the rounds before it, so every round is a step
         self.rounds = RoundCode(scheme, rec.iterations) if scheme.sequential else None
 
@@ -181,7 +182,7 @@ class _Run:
         code = self.scheme if self.rounds is None else self.rounds.begin(t)
         outcome = self.variant.policy.stop_times(arrivals[None, :], code)
         who = lambda _: (np.flatnonzero(down_until == np.inf), int(np.isfinite(arrivals).sum()))  # noqa: E731
-        _check_progress(outcome.stop, self.variant, self.scheme, t, who, self.node_of)
+        _check_progress(outcome.stop, self.variant, self.scheme, t, who, self.node_of, self.scheduled_dead)
         stop = float(outcome.stop[0])
         if self.scenario.stale_work == "abandon":
             begin, ready, arrivals, crashed, down_until = self._not_started(
@@ -236,12 +237,14 @@ def _with_weights(dispatch: np.ndarray | None, wire: Wire | None, scenario: Scen
     return weights + dispatch
 
 
-def _check_progress(stop: np.ndarray, variant: Variant, scheme: Scheme, offset: int, who, node_of=None) -> None:
+def _check_progress(stop: np.ndarray, variant: Variant, scheme: Scheme, offset: int, who, node_of=None,
+                    scheduled_dead: frozenset[int] = frozenset()) -> None:  # fmt: skip
     """Raise the master's "can never finish" error for the first iteration that cannot stop; ``who(row)``: the
     workers crashed for good by then, and how many answered (computed only then); ``node_of``: each worker's
-    node, where there is a topology."""
+    node, where there is a topology; ``scheduled_dead``: the workers the schedule crashes for good."""
     stuck = np.flatnonzero(~np.isfinite(stop))
     if stuck.size:
         dead, answered = who(int(stuck[0]))
         t = offset + int(stuck[0])
-        raise stuck_iteration(variant.display_label(), t, scheme, variant.policy, dead, answered, node_of)
+        scheduled = bool(scheduled_dead.intersection(int(w) for w in dead))
+        raise stuck_iteration(variant.display_label(), t, scheme, variant.policy, dead, answered, node_of, scheduled)
