@@ -193,7 +193,8 @@ def test_a_node_lost_within_the_code_s_tolerance_costs_no_wait_and_comes_back(tm
     # exact decodes: the one-process run's losses, to rounding (which training amplifies over the iterations: a
     # decode that sums other workers' messages rounds differently, 0.4% apart by iteration 50 here)
     assert np.allclose(iterations["loss"].to_numpy()[:20], local_losses[:20], rtol=1e-4)
-    assert iterations["duration"].max() < 1.0  # (0.1 s jobs: nobody waited out the 1 s downtime)
+    # (0.1 s jobs: the iterations while node 1 was down waited for none of its workers, nor its 1 s downtime)
+    assert iterations.set_index("iteration")["duration"].loc[2:5].max() < 1.0
     lost = iterations.set_index("iteration")["nodes_lost"]
     assert lost[2] == 1 and lost[59] == 0
     failed = workers[workers["failed"]]
