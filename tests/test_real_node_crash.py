@@ -168,11 +168,13 @@ def local_losses(tmp_path_factory):
 def test_a_node_lost_within_the_code_s_tolerance_costs_no_wait_and_comes_back(tmp_path, backend, local_losses):
     """FR s=1 spread over 2 nodes (each group's two workers on both): node 1's crash at iteration 2 takes workers
     1 and 3; every iteration decodes exactly (losses equal the one-process run's), none waits for the lost ones,
-    and after the 1 s downtime the node and both workers are back. Uncoded waits for them."""
+    and after the 1 s downtime the node and both workers are back. Uncoded waits for them (on Ray)."""
     if REFUSED:
         pytest.skip(REFUSED)
     pytest.importorskip(backend, reason=f"{backend} is part of the [real] extra")
-    variants = "[{scheme: fr, s: 1}, {scheme: uncoded, policy: wait_all}]"
+    # (uncoded, which waits for the node's return, on Ray: its master polls the raylet's start with nothing else
+    # pending; torch's return is a fork, tested by FR's workers coming back)
+    variants = "[{scheme: fr, s: 1}" + (", {scheme: uncoded, policy: wait_all}]" if backend == "ray" else "]")
     text = SCENARIO.format(iterations=60, placement="spread", variants=variants)
     (tmp_path / "s.yaml").write_text(text + "failures: {schedule: [{node: 1, iteration: 2, downtime: 1.0}]}\n")
     done = gcbench("run", tmp_path / "s.yaml", "--emulate", "--backend", backend, "--out", tmp_path / "o")
@@ -182,11 +184,12 @@ def test_a_node_lost_within_the_code_s_tolerance_costs_no_wait_and_comes_back(tm
     from gcbench.results import read_results
 
     iterations, workers, meta = read_results(tmp_path / "o")
-    waited = iterations[iterations["variant"] == "uncoded/wait_all"].set_index("iteration")["duration"]
-    (waiting,) = [crash for crash in meta["node_crashes"] if crash["variant"] == "uncoded/wait_all"]
-    # uncoded waits for node 1's workers: its downtime and their return (a new raylet or zygote, the data)
-    assert 1.0 <= waited[2] < 20.0 and sorted(waiting["back"]) == ["1", "3"]
-    assert waited[2] >= max(waiting["back"].values()) - waiting["killed"] - 0.2
+    if backend == "ray":
+        waited = iterations[iterations["variant"] == "uncoded/wait_all"].set_index("iteration")["duration"]
+        (waiting,) = [crash for crash in meta["node_crashes"] if crash["variant"] == "uncoded/wait_all"]
+        # uncoded waits for node 1's workers: its downtime and their return (a new raylet, the actors, the data)
+        assert 1.0 <= waited[2] < 20.0 and sorted(waiting["back"]) == ["1", "3"]
+        assert waited[2] >= max(waiting["back"].values()) - waiting["killed"] - 0.2
     iterations = iterations[iterations["variant"] == "fr(s=1)/decodable"].sort_values("iteration")
     workers = workers[workers["variant"] == "fr(s=1)/decodable"]
     assert iterations["exact"].all()
