@@ -129,15 +129,16 @@ def scheduled_for_good(scenario) -> set[int]:
     return {int(w) for e in forever for w in ([e.worker] if e.node is None else np.flatnonzero(node_of == e.node))}
 
 
-def name_workers(workers: list[int], most: int = 10) -> str:
-    """'worker 2', 'workers 1 and 2', 'workers 0, 1 and 3'; beyond ``most``, the first ones and how many more."""
+def name_workers(workers: list[int], most: int = 10, noun: str = "worker") -> str:
+    """'worker 2', 'workers 1 and 2', 'workers 0, 1 and 3'; beyond ``most``, the first ones and how many more
+    (``noun``: what they are called, DDP's ranks say 'rank')."""
     if not workers:
-        return "no worker"
+        return f"no {noun}"
     if len(workers) == 1:
-        return f"worker {workers[0]}"
+        return f"{noun} {workers[0]}"
     if len(workers) > most:
-        return f"workers {', '.join(map(str, workers[:most]))} and {len(workers) - most} more"
-    return f"workers {', '.join(map(str, workers[:-1]))} and {workers[-1]}"
+        return f"{noun}s {', '.join(map(str, workers[:most]))} and {len(workers) - most} more"
+    return f"{noun}s {', '.join(map(str, workers[:-1]))} and {workers[-1]}"
 
 
 def timed_out_iteration(t: int, timeout: float, answered: int, n: int) -> ClusterTimeout:

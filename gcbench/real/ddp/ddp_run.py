@@ -24,6 +24,7 @@ import torch
 
 from gcbench import stops
 from gcbench.errors import GcbenchError
+from gcbench.master.outcome import name_workers
 from gcbench.real.processes import channel, zygote
 from gcbench.real.processes.worker_session import WorkerSession, start_worker, worker_environment
 from gcbench.real.run.checkpoint import load_checkpoint, save_checkpoint
@@ -269,7 +270,7 @@ class DDPRun(TrainingRun):
         survivors = sorted(set(range(self.n)) - set(ranks))
         lost = f"node {nodes[0]} crashed" if nodes else f"rank {ranks[0]} crashed"
         if nodes:
-            lost += f" with {name_ranks(ranks)}"
+            lost += f" with {name_workers(ranks, noun='rank')}"
         ended = [ends[r] for r in survivors if r in ends]
         if len(ended) == len(survivors):
             what = f"the other ranks' all-reduce failed and they exited within {max(ended):.2f} s"
@@ -335,10 +336,6 @@ def scheduled_kills(scenario: Scenario) -> dict[int, tuple[list[int], list[int]]
             nodes.append(entry.node)
             ranks += [r for r in range(scenario.workers) if node_of[r] == entry.node]
     return {t: (sorted(set(ranks)), sorted(set(nodes))) for t, (ranks, nodes) in kills.items()}
-
-
-def name_ranks(ranks: list[int]) -> str:
-    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks[:-1]))} and {ranks[-1]}"
 
 
 def rank_devices(scenario: Scenario, n: int) -> tuple[list[str], str, bool]:

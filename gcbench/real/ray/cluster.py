@@ -297,12 +297,8 @@ class RayCluster(StreamedJobs, WallClockCluster):
         taken = [*lost, *(other for other in self.held[w] if self._died_with_node(other))]
         crashed = [other for other in taken if other.crash]
         running = min(crashed or lost, key=lambda other: other.sent)
-        rest = [other for other in [*lost, *self.held[w], *self.queued[w]] if other is not running]
-        gone = [other for other in rest if self._died_with_node(other)]  # (the master redoes its iteration)
-        self.queued[w] = [other for other in rest if other not in gone]
+        self._requeue(w, running, [other for other in [*lost, *self.held[w], *self.queued[w]] if other is not running])
         self.held[w] = []
-        for other in [running, *gone]:
-            self._forget(other)
         self._exit(w, running)
         if not self._died_with_node(running):  # (a node's crash is said as it is done)
             self._warn_once(w, running.crash)

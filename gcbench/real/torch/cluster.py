@@ -275,11 +275,7 @@ class TorchCluster(WallClockCluster):
         running = None
         if lost:
             running = min([job for job in lost if job.crash] or lost, key=lambda job: job.sent)
-            rest = [job for job in lost if job is not running] + self.queued[w]
-            gone = [job for job in rest if self._died_with_node(job)]  # (the master redoes its iteration)
-            self.queued[w] = [job for job in rest if job not in gone]
-            for job in [running, *gone]:
-                self._forget(job)
+            self._requeue(w, running, [job for job in lost if job is not running] + self.queued[w])
         self._exit(w, running)
 
     def _restart(self, w: int) -> None:

@@ -233,6 +233,15 @@ class WallClockCluster(RealBackend, Cluster):
         node = self._node_crashed(job)
         return node is not None and (node, job.row) in self.crashed_rows
 
+    def _requeue(self, w: int, running: Job | None, rest: list[Job]) -> None:
+        """After worker w's exit: the job it was running is done with, and so is a crashed job its node's crash
+        took (the master redoes its iteration); the rest run again once it is back."""
+        gone = [job for job in rest if self._died_with_node(job)]
+        self.queued[w] = [job for job in rest if job not in gone]
+        for job in [running, *gone]:
+            if job is not None:
+                self._forget(job)
+
     def _crash_node(self, node: int, row: int) -> None:
         """Kill every process on ``node`` (once: its other workers' crashed jobs of the row find it gone) and note
         when its downtime ends; its workers' exits come as any other's."""
