@@ -245,7 +245,35 @@ def test_slowness_shared_within_iterations_is_recovered():
     assert with_shared.scenario.compute.shared.sigma == pytest.approx(0.25, abs=0.04)
     assert with_shared.scenario.compute.shared.mu == pytest.approx(-(with_shared.scenario.compute.shared.sigma**2) / 2)
     without = calibrate([simulated_run(known(iterations=800))])
-    assert without.scenario.compute.shared is None and "no slowness shared within iterations" in without.notes[1]
+    assert without.scenario.compute.shared is None
+    assert any("no slowness shared within iterations" in note for note in without.notes)
+
+
+@pytest.mark.parametrize("load", ["scale", "sum"])
+def test_the_load_model_that_made_the_tables_is_told_from_the_spread_at_each_load(load):
+    """Uncoded (load 1) and CR s=2 (load 3): under ``sum`` a load-3 job's time per partition spreads 1/sqrt(3) as
+    wide as a load-1 job's, under ``scale`` as wide; calibration writes the model that made the tables, and under
+    sum fits one partition's draw (its mean and standard deviation), not the narrower mean of three."""
+    variants = [{"label": "uncoded", "scheme": "uncoded", "policy": {"name": "wait_all"}},
+                {"label": "CR s=2", "scheme": "cr", "s": 2}]  # fmt: skip
+    compute = {"per_partition": {"distribution": "lognormal", "mu": -3.0, "sigma": 0.4}, "load": load}
+    scenario = known(iterations=600, compute=compute, variants=variants)
+    calibration = calibrate([simulated_run(scenario)])
+    assert calibration.scenario.compute.load == load
+    assert any(note.startswith(f"load: {load}") for note in calibration.notes[:2])  # (the compute's comment)
+    draws = calibration.scenario.compute.per_partition.sample(np.random.default_rng(0), (20000,))
+    truth = np.random.default_rng(1).lognormal(-3.0, 0.4, 20000)
+    assert draws.mean() == pytest.approx(truth.mean(), rel=0.05)
+    assert draws.std() == pytest.approx(truth.std(), rel=0.12)
+    assert f"load: {load}" in scenario_yaml(calibration)
+
+
+def test_with_one_load_the_load_model_stays_scale_and_says_why():
+    variants = [{"label": "uncoded", "scheme": "uncoded", "policy": {"name": "wait_all"}}]
+    compute = {"per_partition": PER_PARTITION, "load": "sum"}
+    calibration = calibrate([simulated_run(known(iterations=200, compute=compute, variants=variants))])
+    assert calibration.scenario.compute.load == "scale"
+    assert any("fewer than two loads" in note for note in calibration.notes)
 
 
 @settings(max_examples=6, deadline=None)

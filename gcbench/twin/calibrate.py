@@ -1,10 +1,12 @@
 """Fit a scenario to real runs (docs/calibration.md): decompose their iterations, fit each part, and write the
 runs' scenario with the fitted compute, dispatch, upload and master time in place of its hand-written ones.
 
-The compute model: a job of load L on worker w takes (F + L X) / speed_w, with F a fixed part (``compute.fixed``:
-loading the weights, encoding) and X the per-partition time (``compute.per_partition``, ``load: scale``). F and
-the mean of X come from a least-squares line through each load's median work (Kaplan-Meier's where jobs were
-cut short); with one load in the runs F cannot be told from X and is 0. Workers get speed factors where their
+The compute model: a job of load L on worker w takes (F + X_L) / speed_w, with F a fixed part (``compute.fixed``:
+loading the weights, encoding) and X_L its partitions' compute: L times one draw of the per-partition time
+(``compute.per_partition``, ``load: scale``), or the sum of L draws (``load: sum``) where the runs show the
+spread of a job's time per partition falling with its load as a sum's does. F and the mean of X come from a
+least-squares line through each load's median work (Kaplan-Meier's where jobs were cut short); with one load in
+the runs F cannot be told from X and is 0. Workers get speed factors where their
 per-partition times differ beyond noise (Kruskal-Wallis, p < 0.001, and medians more than 5% apart).
 """
 
@@ -20,7 +22,7 @@ from scipy import stats
 from gcbench.errors import GcbenchError
 from gcbench.scenario.schema import Scenario
 from gcbench.twin.decompose import Parts, decompose
-from gcbench.twin.fit import Fit, fit_part, measured_quantiles, scaled
+from gcbench.twin.fit import Fit, fit_part, measured_mean, measured_quantiles, scaled
 from gcbench.twin.measured import MeasuredRun
 from gcbench.twin.wire_fit import describe_links, fit_links, links_section
 
@@ -28,6 +30,9 @@ FEW_ITERATIONS = 50  # per variant and seed: below it calibrate warns (the refus
 SPEED_P_VALUE, SPEED_SPREAD = 1e-3, 0.05
 MATCH_STEPS = 3  # steps of the compute factor's search (matched_to_means)
 SHARED_MIN = 0.03  # standard deviation of log time below which no shared slowness is modelled
+# the slope of log spread against log load between scale's (0: the same spread at every load) and sum's (-1/2)
+LOAD_SLOPE = -0.25
+MIN_LOAD_JOBS = 20  # jobs of a load below which its spread is not judged
 
 
 @dataclass
@@ -76,6 +81,8 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None, cores:
     shared, factor, note = _shared(work, parts.loads, parts.censored, parts.groups)
     notes.append(note)
     per_partition = (work / factor - fixed) / parts.loads  # (the model: a job takes shared x (fixed + load x X))
+    load, per_partition, note = _load_model(per_partition, parts.loads, parts.censored)
+    notes.insert(1, note)  # (the compute's comment in the written scenario: the fixed part's note and this one)
     source = ", ".join(str(run.path) for run in runs)
     fits = {
         "per_partition": fit_part(per_partition, parts.censored, n, what="the per-partition compute"),
@@ -87,7 +94,7 @@ def calibrate(runs: list[MeasuredRun], variants: list[str] | None = None, cores:
     sources = [str(run.path) for run in runs]
     links, note, described = _links(runs, variants)
     notes.append(note)
-    scenario = _calibrated(base, fits, fixed, speeds, float(np.mean(parts.upload)), sources, shared, cores, links)
+    scenario = _calibrated(base, fits, fixed, speeds, float(np.mean(parts.upload)), sources, shared, cores, links, load)
     scenario, note = matched_to_means(scenario, runs, variants)
     notes.append(note)
     from gcbench.twin.evaluate import SIMULATED_ITERATIONS
@@ -271,6 +278,43 @@ def _shared(work: np.ndarray, loads: np.ndarray, censored: np.ndarray,
     return shared, factor, note
 
 
+def _load_model(per_partition: np.ndarray, loads: np.ndarray,
+                censored: np.ndarray) -> tuple[str, np.ndarray, str]:  # fmt: skip
+    """How a job's compute grows with its load, from the spread of its time per partition at each load: ``scale``
+    (one draw a job, times its load: the same relative spread at every load, Tandon et al.'s model) or ``sum`` (a
+    draw per partition: the spread falling as 1 / sqrt(load)). The spread of a load is its jobs' (p90 - p10) /
+    p50 (Kaplan-Meier's where cut short); the model is the nearer of the two to the slope of log spread against
+    log load (0 and -1/2), judged where two loads have MIN_LOAD_JOBS jobs or more (else scale). Returns the
+    model, the per-partition times to fit and a sentence. Under sum each job's time per partition is its load's
+    mean plus its deviation from it times sqrt(load): the spread of one partition's draw (its mean and variance;
+    its shape is the sum's, nearer normal, floored at a hundredth of the mean)."""
+    levels, spreads, counts = [], [], []
+    for level in np.unique(loads):
+        here = loads == level
+        if np.count_nonzero(here & ~censored) < MIN_LOAD_JOBS:
+            continue
+        p10, p50, p90 = measured_quantiles(per_partition[here], censored[here], np.array([0.1, 0.5, 0.9]))
+        if np.isfinite(p90) and p50 > 0 and p90 > p10:
+            levels.append(level), spreads.append((p90 - p10) / p50), counts.append(np.count_nonzero(here))
+    if len(levels) < 2:
+        return "scale", per_partition, (f"load: scale (one draw a job, times its load); fewer than two loads had "
+                                        f"{MIN_LOAD_JOBS} jobs to tell it from a draw a partition (sum).")  # fmt: skip
+    slope = float(np.polyfit(np.log(levels), np.log(spreads), 1, w=np.sqrt(counts))[0])
+    seen = ", ".join(f"{spread:.2f} at load {level:g}" for level, spread in zip(levels, spreads, strict=True))
+    if slope > LOAD_SLOPE:
+        return "scale", per_partition, (f"load: scale (one draw a job, times its load): the spread of a job's time "
+                                        f"per partition, (p90 - p10) / p50, was {seen}, as load^{slope:.2f}, "
+                                        "nearer the same at every load than a sum's load^-0.5.")  # fmt: skip
+    out = per_partition.copy()
+    for level in np.unique(loads):
+        here = loads == level
+        mean = measured_mean(per_partition[here], censored[here])
+        out[here] = np.maximum(mean + (per_partition[here] - mean) * np.sqrt(level), 0.01 * mean)
+    return "sum", out, (f"load: sum (each partition an independent draw): the spread of a job's time per "
+                        f"partition, (p90 - p10) / p50, was {seen}, falling as load^{slope:.2f}, nearer a sum's "
+                        "load^-0.5 than the same at every load (scale).")  # fmt: skip
+
+
 def _links(runs: list[MeasuredRun], variants: list[str] | None) -> tuple[dict | None, str, str | None]:
     """The network's links fitted to the runs' uploads, where the runs ran on a wire (a topology, or a bandwidth
     set) and sent messages of two sizes or more (None otherwise); a note saying which; the links in a sentence."""
@@ -296,9 +340,9 @@ def _links(runs: list[MeasuredRun], variants: list[str] | None) -> tuple[dict | 
 
 def _calibrated(base: Scenario, fits: dict[str, Fit], fixed: float, speeds, latency: float,
                 sources: list[str], shared: dict | None, cores: int | None,
-                links: dict | None = None) -> Scenario:  # fmt: skip
+                links: dict | None = None, load: str = "scale") -> Scenario:  # fmt: skip
     data = base.model_dump(mode="json", exclude_none=False)
-    compute = {"per_partition": fits["per_partition"].distribution, "load": "scale"}
+    compute = {"per_partition": fits["per_partition"].distribution, "load": load}
     if cores is not None:
         compute["cores"] = cores
     if fixed > 0:
@@ -348,7 +392,7 @@ def scenario_yaml(calibration: Calibration) -> str:
     comments = {
         "compute": [
             c.fits["per_partition"].comment("per_partition", source),
-            *c.notes[:1],
+            *c.notes[:2],
             "speeds: " + (
                 f"per-worker factors, workers differ (Kruskal-Wallis p = {c.speed_test:.2g})" if c.speeds
                 else f"none, workers do not differ beyond noise (Kruskal-Wallis p = {c.speed_test:.2g})"
@@ -361,7 +405,7 @@ def scenario_yaml(calibration: Calibration) -> str:
         ],
         "master": [c.fits["between"].comment("between_iterations", source)],
     }  # fmt: skip
-    lines = [*head, *(f"# {note}" for note in c.notes[1:])]
+    lines = [*head, *(f"# {note}" for note in c.notes[2:])]
     for key, value in data.items():
         for comment in comments.get(key, []):
             lines.append(f"# {comment}")

@@ -85,7 +85,7 @@ def fit_part(samples, censored=None, n: int = 1, families=FAMILIES, what: str = 
     if best not in parametric and parametric and scores[best] > EMPIRICAL_MARGIN * min(parametric.values()):
         best = min(parametric, key=parametric.get)  # resampling wins only where no family comes close
     distribution = fitted(best, x, c)
-    return Fit(distribution, scores[best], scores, len(x), int(c.sum()), _ks(distribution, x, c), _mean(x, c))
+    return Fit(distribution, scores[best], scores, len(x), int(c.sum()), _ks(distribution, x, c), measured_mean(x, c))
 
 
 def order_statistic_ranks(n: int) -> np.ndarray:
@@ -136,7 +136,7 @@ def measured_quantiles(x: np.ndarray, c: np.ndarray, p: np.ndarray) -> np.ndarra
     return out
 
 
-def _mean(x: np.ndarray, c: np.ndarray) -> float:
+def measured_mean(x: np.ndarray, c: np.ndarray) -> float:
     """The mean of the measurements (Kaplan-Meier's restricted mean where censored)."""
     if not c.any():
         return float(x.mean())
