@@ -164,9 +164,25 @@ def test_by_default_a_newer_run_without_iterations_is_not_passed_over_in_silence
     newer = tmp_path / "results" / "synthetic-2"
     newer.mkdir()
     (newer / "run.json").write_text(json.dumps({"mode": "real", "status": "running"}))
-    os.utime(newer, (2e9, 2e9))
+    os.utime(newer / "run.json", (2e9, 2e9))
     result = plot()
     assert result.exit_code == 2 and "results/synthetic-2 has run.json but no iterations yet" in result.output
+
+
+def test_by_default_the_latest_run_is_the_last_one_run_not_the_last_one_plotted(tmp_path, monkeypatch):
+    """Plotting an older run draws its figures into its folder; that does not make it the most recent."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    older, newer = make_run(tmp_path / "results" / "synthetic-1"), make_run(tmp_path / "results" / "synthetic-2")
+    for run, when in ((older, 1.5e9), (newer, 1.6e9)):
+        for name in ("run.json", "iterations.parquet"):
+            os.utime(run / name, (when, when))
+    assert plot(str(older)).exit_code == 0  # (its folder changes now: figures/ is added)
+    os.utime(newer, (1.6e9, 1.6e9))
+    result = plot()
+    assert result.exit_code == 0, result.output
+    assert (newer / "figures").is_dir() and "synthetic-2" in result.output
 
 
 def test_an_empty_iterations_table_is_nothing_to_plot(tmp_path):

@@ -21,6 +21,7 @@ from gcbench.results.schema import LATER_ITERATION_COLUMNS
 
 MODES = ("sim", "real")
 COMPLETE = "complete"  # run.json without "status" is an older, finished run
+RUN_FILES = ("run.json", "iterations.parquet")  # what only running a run writes (its age: latest_runs)
 
 
 @dataclass
@@ -174,11 +175,12 @@ def latest_runs(root: Path = Path("results")) -> list[Path]:
     """The most recent run under root, plus the latest run of the other mode for the same scenario.
 
     A run that has only its run.json so far counts (and is then refused, saying so) rather than being passed over
-    for an older one without a word.
+    for an older one without a word. A run's age is its tables' and run.json's, which only running it writes (its
+    folder's own changes whenever figures are drawn into it).
     """
     candidates = sorted(
         (p for p in root.glob("*/") if (p / "iterations.parquet").is_file() or (p / "run.json").is_file()),
-        key=lambda p: p.stat().st_mtime,
+        key=_last_written,
     )
     if not candidates:
         raise GcbenchError(f"no results directories under {root}/; run gcbench simulate first or name one.")
@@ -191,6 +193,11 @@ def latest_runs(root: Path = Path("results")) -> list[Path]:
         if other[0] == newest[0] and other[1] != newest[1]:
             return [candidates[-1], path]
     return [candidates[-1]]
+
+
+def _last_written(run: Path) -> float:
+    """When the run last wrote its results (run.json or its iterations table)."""
+    return max((run / name).stat().st_mtime for name in RUN_FILES if (run / name).is_file())
 
 
 def _identity(metadata: dict) -> tuple[str | None, str]:
