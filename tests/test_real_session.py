@@ -320,6 +320,17 @@ def test_a_new_run_does_not_pick_up_another_runs_checkpoints(tmp_path, fake_ray)
     done = gcbench("run", tmp_path / "fake.yaml", "--out", out)
     assert done.exit_code == 2
     assert f"error: --out {out} already holds a run's checkpoints; continue that run with --resume {out}" in done.output
+    assert "start it again from its first iteration with --force" in done.output
+
+
+def test_force_starts_a_run_with_checkpoints_again_from_its_first_iteration(tmp_path, fake_ray):
+    _, out = new_run(tmp_path, "--iterations", "4")
+    assert any((out / "checkpoints").iterdir())
+    done = gcbench("run", tmp_path / "fake.yaml", "--out", out, "--iterations", "6", "--force")
+    assert done.exit_code == 0, done.output
+    iterations = pd.read_parquet(out / "iterations.parquet")
+    assert iterations.groupby(["variant", "seed"])["iteration"].apply(list).map(list(range(6)).__eq__).all()
+    assert meta_of(out)["scenario"]["iterations"] == 6
 
 
 # -- --variants and --seeds --------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ Nothing here imports torch at import time, so the checks of a scenario and of ru
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -83,7 +84,7 @@ def new_run(
     """A new run of the scenario file with the command line's overrides, in ``out`` or a new directory."""
     scenario = with_trained_gradient(real_scenario(path, iterations, training, **(choose or {})))
     out = out or new_run_directory(Path("results"), f"{scenario.name}-real")
-    refuse_checkpoints(out)  # before check_out: a run with checkpoints is resumed, not overwritten
+    refuse_checkpoints(out, force)  # before check_out: a run with checkpoints is resumed, or begun again by --force
     check_out(out, force)
     extra = {"backend": backend, "cores": machine_cores(), "partition_shares": partition_shares(scenario)}
     extra.update(emulated_cluster(scenario))
@@ -146,14 +147,19 @@ def serve_as_helper(backend: str) -> bool:
     return backend_class(backend).serve_helper()
 
 
-def refuse_checkpoints(out: Path) -> None:
-    """A new run never picks up another run's checkpoints."""
+def refuse_checkpoints(out: Path, force: bool = False) -> None:
+    """A new run never picks up another run's checkpoints: it refuses them, or with ``force`` deletes them (the run
+    they were of is overwritten, its tables too)."""
     folder = out / "checkpoints"
-    if folder.is_dir() and any(folder.iterdir()):
-        raise GcbenchError(
-            f"--out {out} already holds a run's checkpoints; continue that run with --resume {out}, "
-            "or choose another --out."
-        )
+    if not (folder.is_dir() and any(folder.iterdir())):
+        return
+    if force:
+        shutil.rmtree(folder)
+        return
+    raise GcbenchError(
+        f"--out {out} already holds a run's checkpoints; continue that run with --resume {out}, start it again "
+        "from its first iteration with --force (its checkpoints and tables are deleted), or choose another --out."
+    )
 
 
 @dataclass(frozen=True)
