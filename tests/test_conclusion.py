@@ -118,3 +118,21 @@ def test_where_every_exact_variant_is_tied_with_the_fastest_it_says_nothing_is_d
     ], lines
     single = summarize(pd.DataFrame([r for r in table if r["point"] == 1]), [])
     assert any(line.startswith("Every exact variant's 95% interval overlaps") for line in conclusions(single, []))
+
+
+def test_a_variant_that_stopped_early_is_left_out_of_the_comparison_and_said_so():
+    """A real run's variant that stopped at a lost node's iteration: its mean is of the iterations before the stop,
+    so it is not named fastest however short they were."""
+    table = pd.DataFrame(rows("uncoded", 0, 1.0, [0.3] * 4) + rows("FR s=1", 0, 1.0, [0.2] * 10)
+                         + rows("CR s=1", 0, 1.0, [0.1] * 4))  # fmt: skip
+    summary = summarize(table, [])
+    assert conclusions(summary, [])[0].startswith("Fastest exact variant: CR s=1")
+    assert conclusions(summary, [], stopped=["CR s=1"])[0] == "Fastest exact variant: FR s=1, 1.50x uncoded's speed."
+    assert conclusions(summary, [], stopped=["uncoded", "CR s=1"]) == [
+        "Fastest exact variant: FR s=1.",  # (no speed against uncoded's iterations before its stop)
+        "Left out of the comparison: uncoded and CR s=1 stopped early (the table's times are of the iterations "
+        "before the stop).",
+    ]
+    assert conclusions(summarize(pd.DataFrame(rows("uncoded", 0, 1.0, [0.3] * 4)), []), [], ["uncoded"]) == [
+        "Left out of the comparison: uncoded stopped early (the table's times are of the iterations before the stop)."
+    ]

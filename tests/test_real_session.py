@@ -208,6 +208,8 @@ def test_a_stopped_variant_makes_the_status_stopped(tmp_path, fake_ray):
     done, out = new_run(tmp_path)
     assert done.exit_code == 2, done.output
     assert "1 variant(s) stopped early (FR s=1)" in done.output
+    assert "Left out of the comparison: FR s=1 stopped early" in " ".join(done.output.split())
+    assert "Fastest exact variant: uncoded" in done.output
     assert meta_of(out)["status"] == "stopped"
     iterations = pd.read_parquet(out / "iterations.parquet")
     assert iterations.groupby("variant").size().to_dict() == {"uncoded": 6, "FR s=1": 3}

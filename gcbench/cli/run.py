@@ -162,7 +162,7 @@ def report(outcome: Outcome, console: Console) -> None:
         return
     session, iterations, summary = outcome.session, outcome.iterations, outcome.summary
     say(console, scenario_sentence(session.scenario))
-    print_summary(summary, [], console, session.scenario.variants)
+    print_summary(summary, [], console, session.scenario.variants, session.stopped)
     if note := interval_note(summary):
         say(console, note)
     evaluated = iterations.dropna(subset=["accuracy"]).groupby(["variant", "seed"], sort=False)

@@ -13,9 +13,14 @@ if TYPE_CHECKING:
 
 
 def print_summary(
-    summary: pd.DataFrame, sweep_columns: list[str], console: Console, variants: list | None = None
+    summary: pd.DataFrame,
+    sweep_columns: list[str],
+    console: Console,
+    variants: list | None = None,
+    stopped: list[str] | None = None,
 ) -> None:
-    """The summary table per sweep point; ``variants`` (every point's) say which staleness sentences apply."""
+    """The summary table per sweep point; ``variants`` (every point's) say which staleness sentences apply;
+    ``stopped``: the variants of a real run that stopped early (the conclusion leaves them out)."""
     import pandas as pd
     from rich.table import Table
 
@@ -42,7 +47,7 @@ def print_summary(
         if stale:
             console.print(staleness_note(variants))
     say(console, KIND_NOTE)
-    for line in conclusions(summary, sweep_columns):
+    for line in conclusions(summary, sweep_columns, stopped):
         say(console, line)
 
 

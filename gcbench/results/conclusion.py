@@ -54,10 +54,17 @@ def read_point(rows: pd.DataFrame, sweep_columns: list[str]) -> PointVerdict:
     return PointVerdict(where, value, fastest, ties, faster, intervals, undecided)
 
 
-def conclusions(summary: pd.DataFrame, sweep_columns: list[str]) -> list[str]:
-    """The summary's conclusion: one line for a single point, a few for a sweep."""
+def conclusions(summary: pd.DataFrame, sweep_columns: list[str], stopped: list[str] | None = None) -> list[str]:
+    """The summary's conclusion: one line for a single point, a few for a sweep. ``stopped``: the variants of a
+    real run that stopped early, whose times are of the iterations before the stop: left out of the comparison,
+    and said so."""
+    left_out = [] if not stopped else stopped_lines(summary, stopped)
+    if stopped:
+        summary = summary[~summary["variant"].isin(stopped)]
+        if not summary.empty and summary["baseline"].iloc[0] in stopped:  # (a speed against a part of a run)
+            summary = summary.assign(speedup=float("nan"))
     if summary.empty:
-        return []
+        return left_out
     verdicts = [read_point(rows, sweep_columns) for _, rows in summary.groupby("point", sort=True)]
     baseline = summary["baseline"].iloc[0]
     lines = fastest_lines(verdicts, baseline, sweep_columns)
@@ -65,7 +72,17 @@ def conclusions(summary: pd.DataFrame, sweep_columns: list[str]) -> list[str]:
     lines += inexact_lines(verdicts, baseline)
     if not all(v.intervals for v in verdicts):
         lines.append("Without 95% intervals, close means may be noise.")
-    return lines
+    return lines + left_out
+
+
+def stopped_lines(summary: pd.DataFrame, stopped: list[str]) -> list[str]:
+    """'Left out of the comparison: FR s=1 and uncoded stopped early (...).'"""
+    named = [label for label in dict.fromkeys(summary["variant"]) if label in stopped]
+    if not named:
+        return []
+    listed = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+    return [f"Left out of the comparison: {listed} stopped early (the table's times are of the iterations before "
+            "the stop)."]  # fmt: skip
 
 
 def fastest_lines(verdicts: list[PointVerdict], baseline: str, sweep_columns: list[str]) -> list[str]:
