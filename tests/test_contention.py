@@ -58,6 +58,24 @@ def test_cpu_work_counts_only_the_jobs_computing_meanwhile():
     assert np.isnan(cpu_work(start, end, 1)[2])
 
 
+def test_a_real_runs_work_counts_an_earlier_iterations_job_still_computing():
+    """One core. Iteration 0: worker 0 computes over [0, 2], worker 1 over [0, 1]; iteration 1 begins at 1, worker
+    1 computing over [1, 3] while worker 0's abandoned job finishes its partition. In a real run worker 0 shared the
+    core for all of its 2 s (1.0 core-second) and worker 1's second job for its first second (1.5); the simulator's
+    tables, whose abandoned jobs compute beside nothing, count its iteration's jobs only (1.5 and 2.0)."""
+    import pandas as pd
+
+    from gcbench.twin.decompose import _core_seconds
+
+    rows = pd.DataFrame({"variant": "FR", "point": 0, "seed": 0, "iteration": [0, 0, 1], "worker": [0, 1, 1],
+                         "compute_start": [0.0, 0.0, 1.0], "compute_end": [2.0, 1.0, 3.0], "injected_delay": 0.0,
+                         "failed": False})  # fmt: skip
+    np.testing.assert_allclose(_core_seconds(rows, 1, real=True), [1.0, 0.5, 1.5])
+    np.testing.assert_allclose(_core_seconds(rows, 1, real=False), [1.5, 0.5, 2.0])
+    other_seed = rows.assign(seed=[0, 0, 1])  # (another seed's clock: not computing beside it)
+    np.testing.assert_allclose(_core_seconds(other_seed, 1, real=True), [1.5, 0.5, 2.0])
+
+
 BODY = "name: c\nworkers: 4\niterations: 5\nvariants:\n  - {scheme: uncoded, policy: POLICY}\n"
 
 

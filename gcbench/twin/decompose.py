@@ -54,23 +54,30 @@ def decompose(run: MeasuredRun, variants: list[str] | None = None, cores: int | 
     than the workers, who shared them), a job's work is the core-seconds it computed (``cpu_work``), what the
     simulator's ``compute.cores`` shares out again."""
     chosen = run.variants if variants is None else [label for label in variants if label in run.variants]
-    workers = run.workers if cores is None else run.workers.assign(core_seconds=_core_seconds(run.workers, cores))
+    workers = run.workers
+    if cores is not None:
+        workers = workers.assign(core_seconds=_core_seconds(workers, cores, real=run.cut_short))
     rows = workers[workers["variant"].isin(chosen)]
     iterations = run.iterations[run.iterations["variant"].isin(chosen)]
     shares = {label: _partition_share(run, label) for label in chosen}
     return _parts(rows, iterations, run.scenario.stale_work, run.cut_short, shares)
 
 
-def _core_seconds(rows: pd.DataFrame, cores: int) -> np.ndarray:
+def _core_seconds(rows: pd.DataFrame, cores: int, real: bool = True) -> np.ndarray:
     """Each job's core-seconds over its compute (compute_start to compute_end less its injected delay, a sleep),
-    with the jobs of its iteration that computed meanwhile sharing the cores: the simulator's model
-    (``compute.cores`` shares them among an iteration's jobs), so this is its inverse. A real job of another
-    iteration computing meanwhile (late work under ``stale_work: finish``) is not counted."""
+    with every job that computed meanwhile sharing the cores. In a ``real`` run that is its iteration's jobs and an
+    earlier iteration's still computing (an abandoned job finishing its partition, late work under ``stale_work:
+    finish``): counting only its iteration's made a job that ran on into the next iteration seem to have had the
+    cores more to itself than it had (a slow node's FR replicas, 6 workers on 2 cores: a p99 of 49.6 ms per
+    partition where counting all gives 37.8; docs/calibration.md). The jobs of one variant, point and seed share a
+    clock. In the simulator's tables only its iteration's: the model (``compute.cores``) shares the cores among an
+    iteration's jobs and lets an abandoned one compute on, beside nothing, so this is its inverse."""
     out = np.full(len(rows), np.nan)
     computing = ~rows["failed"].to_numpy(dtype=bool)
     start = rows["compute_start"].to_numpy(dtype=float)
     end = rows["compute_end"].to_numpy(dtype=float) - rows["injected_delay"].fillna(0.0).to_numpy(dtype=float)
-    for index in rows.groupby(["variant", "point", "seed", "iteration"], sort=False).indices.values():
+    keys = ["variant", "point", "seed"] if real else ["variant", "point", "seed", "iteration"]
+    for index in rows.groupby(keys, sort=False).indices.values():
         mine = index[computing[index]]
         out[mine] = cpu_work(start[mine], end[mine], cores)
     return out
