@@ -13,11 +13,11 @@ CR s=1 placed ``by_code`` (CR survives a node's loss only where a node holds at 
 the iterations it finished of the 20, the share of exact decodes, the largest relative difference of its losses
 from the one-process run's (the same mini-batches, ``--backend local``), and what stopped it.
 
-Part 2, one node 4 times slow (``straggling: {model: fixed, level: node, nodes: [1], slowdown: 4}``), 30
-iterations, 3 seeds: uncoded, FR s=1, CR s=2 and cyclic-MDS s=2 under spread, pack and by_code (a run each). `gcbench
-calibrate` fits each run's uncoded and FR, and the calibrated scenario predicts CR and cyclic-MDS (simulated with
-the run's seeds and iterations; the legs of benchmarks/calibration.py); `gcbench plot`'s attribution of uncoded
-names the slow node.
+Part 2, one node 4 times slow (``straggling: {model: fixed, level: node, nodes: [1], slowdown: 4}``), 120
+iterations (the tails' samples: calibrate warns below 50), 3 seeds: uncoded, FR s=1, CR s=2 and cyclic-MDS s=2
+under spread, pack and by_code (a run each). `gcbench calibrate` fits each run's uncoded and FR, and the calibrated
+scenario predicts CR and cyclic-MDS (simulated with the run's seeds and iterations; the legs of
+benchmarks/calibration.py); `gcbench plot`'s attribution of uncoded names the slow node.
 
 Part 3, a node lost and coming back: node 1 crashes at iteration 10 with a 5 s downtime, 60 iterations, one seed;
 uncoded (which waits for the node's workers) and FR s=1 spread (which does not). `gcbench calibrate` fits a run of
@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 NODE_LOST = "failures: {schedule: [{node: 1, iteration: 10, downtime: null}]}\n"
+SLOW_ITERATIONS = 120  # part 2's, per variant and seed
 
 
 def scenario_text(name: str, iterations: int, placement: str, variants: list[str], seeds: str, data_dir: str,
@@ -156,11 +157,11 @@ def slow_node(data_dir: str, out: Path, backend: str, reuse: bool) -> None:
             shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True, exist_ok=True)
         scenario = folder / f"slow-node-{placement}.yaml"
-        scenario.write_text(scenario_text(f"slow-node-{placement}", 30, placement, variants, "0, 1, 2",
+        scenario.write_text(scenario_text(f"slow-node-{placement}", SLOW_ITERATIONS, placement, variants, "0, 1, 2",
                                           str(Path(data_dir).resolve()), slow, batch=192, overhead=False))  # fmt: skip
-        args = Namespace(out=folder, iterations=30, seeds="0,1,2", turn=10, data_dir=Path(data_dir).resolve(),
-                         device=None, emulate=True, reuse=reuse, separate_runs=False, drop_first=0,
-                         cores=None)  # fmt: skip
+        args = Namespace(out=folder, iterations=SLOW_ITERATIONS, seeds="0,1,2", turn=10,
+                         data_dir=Path(data_dir).resolve(), device=None, emulate=True, reuse=reuse,
+                         separate_runs=False, drop_first=0, cores=None)  # fmt: skip
         print(f"## {placement}")
         print("\n".join(accuracy(scenario, backend, args, ["uncoded", "FR s=1"], other_policies=False)), flush=True)
         run = folder / f"slow-node-{placement}-{backend}" / "interleaved"
