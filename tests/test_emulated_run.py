@@ -102,7 +102,7 @@ def test_an_emulated_run_trains_every_iteration_exactly_and_leaves_nothing(emula
     assert [(node["up_burst"], node["down_burst"]) for node in nodes] == [(0.0, 0.0), (16384 * 1448 / 1514, 0.0)]
     assert meta["emulated"]["worker_nodes"] == [0, 1]
     assert workers.groupby("worker")["node"].first().to_dict() == {0: 0, 1: 1}
-    assert (iterations["nodes_lost"] == 0).all()  # (no node crashed)
+    assert (iterations["nodes_lost"] == 0).all() and (iterations["lost_nodes"] == "").all()  # (no node crashed)
 
 
 @pytest.mark.slow

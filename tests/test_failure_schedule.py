@@ -145,10 +145,25 @@ variants: [{scheme: fr, s: 1}]
         assert done.exit_code == 0, done.output
         iterations, workers, _ = read_results(tmp_path / name)
         if name == "without":
-            assert "node" not in workers and "nodes_lost" not in iterations
+            assert "node" not in workers and "nodes_lost" not in iterations and "lost_nodes" not in iterations
             continue
         assert workers.groupby("worker")["node"].first().tolist() == [0, 1, 2, 0, 1, 2]
         assert iterations.sort_values("iteration")["nodes_lost"].tolist() == [0, 0, 0, 1, 1, 1]
+        assert iterations.sort_values("iteration")["lost_nodes"].astype(str).tolist() == ["", "", "", "1", "1", "1"]
+
+
+def test_lost_nodes_names_each_set_of_nodes_lost_whole():
+    """Nodes 0 (workers 0, 3), 1 (1, 4) and 2 (2, 5): a node is lost where every one of its workers failed."""
+    from gcbench.results.schema import nodes_lost
+
+    failed = np.zeros((5, 6), dtype=bool)
+    failed[1, [1, 4]] = True  # node 1
+    failed[2, [1, 4, 0]] = True  # node 1, and worker 0 alone (node 0 keeps worker 3)
+    failed[3, [0, 3, 2, 5]] = True  # nodes 0 and 2
+    failed[4, [1, 4]] = True
+    count, which = nodes_lost(failed, np.array([0, 1, 2, 0, 1, 2]))
+    assert count.tolist() == [0, 1, 1, 2, 1]
+    assert which.tolist() == ["", "1", "1", "0,2", "1"]
 
 
 def test_check_refuses_what_the_schedule_alone_makes_certain_and_the_summary_says_it(tmp_path):

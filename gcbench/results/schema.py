@@ -52,10 +52,11 @@ TRAINED_COLUMNS = {
 }
 
 # what a scenario with a topology adds, both modes (docs/results.md): the workers table's ``node``, and the
-# iterations table's ``nodes_lost``
+# iterations table's ``nodes_lost`` and ``lost_nodes``
 TOPOLOGY_COLUMNS = {
     "node": "the node the worker ran on (topology.placement; by_code: the variant's own)",
-    "nodes_lost": "nodes every worker of which crashed or was down this iteration",
+    "nodes_lost": "how many nodes every worker of which crashed or was down this iteration",
+    "lost_nodes": "which nodes those were, their indices separated by commas (empty: none)",
 }
 
 WORKER_COLUMNS = {
@@ -102,7 +103,16 @@ MESSAGE_COLUMNS = {
 }
 
 
-def nodes_lost(failed: np.ndarray, node_of: np.ndarray) -> np.ndarray:
-    """Per iteration (a row of ``failed``: iterations x workers), the nodes every worker of which failed."""
-    held = [np.flatnonzero(node_of == k) for k in np.unique(node_of)]
-    return np.sum([failed[:, workers].all(axis=1) for workers in held], axis=0).astype(np.int64)
+def nodes_lost(failed: np.ndarray, node_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per iteration (a row of ``failed``: iterations x workers), how many nodes every worker of which failed, and
+    which (``lost_nodes``: "1", "0,2"; "" for none), each distinct set of lost nodes written once."""
+    nodes = np.unique(node_of)
+    down = np.stack([failed[:, node_of == k].all(axis=1) for k in nodes], axis=1)  # iterations x nodes
+    count = down.sum(axis=1).astype(np.int64)
+    which = np.full(len(down), "", dtype=object)
+    lost = count > 0
+    if lost.any():
+        sets, index = np.unique(down[lost], axis=0, return_inverse=True)
+        named = np.array([",".join(str(k) for k in nodes[row]) for row in sets], dtype=object)
+        which[lost] = named[index.ravel()]
+    return count, which

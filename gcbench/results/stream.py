@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from gcbench.results.schema import ITERATION_COLUMNS, MESSAGE_COLUMNS, WORKER_COLUMNS
 
 TABLES = {"iterations": ITERATION_COLUMNS, "workers": WORKER_COLUMNS, "messages": MESSAGE_COLUMNS}
-ENCODED = ("stop",)  # columns besides the identity that have few distinct values: dictionary-encoded
+ENCODED = ("stop", "lost_nodes")  # columns besides the identity that have few distinct values: dictionary-encoded
 STATISTICS = ("variant", "scheme", "policy", "point", "seed", "iteration")  # min/max kept: a reader can filter
 # How (measured on a chunk of 1M workers rows: 42 ns a row, 18 bytes): floats plain (a dictionary of random
 # times costs more than it saves), lz4 for the runs (a start time repeated on an iteration's n rows, the

@@ -87,7 +87,7 @@ def write_task(
         rec.message_bytes = message_bytes(scenario, scheme, variant.compressor)
     columns = rec.iteration_columns(tables.trained, stop_text=False)
     if node_of is not None:
-        columns["nodes_lost"] = nodes_lost(rec.failed, node_of)
+        columns["nodes_lost"], columns["lost_nodes"] = nodes_lost(rec.failed, node_of)
     writer.iterations(arrow_table(columns, keys, tables.kinds, encoded=ENCODED))
     return keys, columns
 

@@ -125,6 +125,7 @@ class Session:
             if iterations is not None:
                 iterations = iterations.merge(_nodes_lost(workers), on=KEYS, how="left")
                 iterations["nodes_lost"] = iterations["nodes_lost"].fillna(0).astype("int64")
+                iterations["lost_nodes"] = iterations["lost_nodes"].astype(object).fillna("").astype(str)
         return iterations, workers
 
     def messages_table(self) -> pd.DataFrame | None:
@@ -208,6 +209,11 @@ def placed_nodes(run, workers: pd.DataFrame) -> pd.DataFrame:
 
 
 def _nodes_lost(workers: pd.DataFrame) -> pd.DataFrame:
-    """Per (variant, point, seed, iteration), the nodes every worker of which failed (iterations' ``nodes_lost``)."""
-    down = workers.groupby([*KEYS, "node"], observed=True)["failed"].all().rename("nodes_lost")
-    return down.groupby(level=KEYS, observed=True).sum().reset_index()
+    """Per (variant, point, seed, iteration) that lost a node, how many nodes every worker of which failed and which
+    (iterations' ``nodes_lost`` and ``lost_nodes``)."""
+    down = workers.groupby([*KEYS, "node"], observed=True)["failed"].all().rename("down").reset_index()
+    down = down[down["down"]].sort_values([*KEYS, "node"])
+    lost = down.groupby(KEYS, observed=True, sort=False)["node"].agg(
+        nodes_lost="size", lost_nodes=lambda nodes: ",".join(str(int(k)) for k in nodes)
+    )
+    return lost.reset_index()
