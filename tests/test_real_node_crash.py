@@ -210,17 +210,20 @@ def test_a_node_lost_within_the_code_s_tolerance_costs_no_wait_and_comes_back(tm
 
 
 @pytest.mark.slow
-def test_a_node_lost_beyond_the_tolerance_stops_the_run_in_one_sentence_naming_it(tmp_path):
-    """FR s=1 packed (a group's two workers on node 1) and DDP: node 1 lost for good at iteration 2. FR's
-    iteration 2 can never finish: one sentence naming node 1 and its workers; DDP's other ranks' all-reduce
-    fails, and it stops saying so. Both keep the iterations they finished."""
+@pytest.mark.parametrize("backend", ["ray", "torch"])
+def test_a_node_lost_beyond_the_tolerance_stops_the_run_in_one_sentence_naming_it(tmp_path, backend):
+    """DDP and FR s=1 packed (a group's two workers on node 1): node 1 lost for good at iteration 2. DDP's other
+    ranks' all-reduce fails, and it stops saying so; FR, after it, gets the whole cluster again (DDP's crash took
+    node 1's Ray processes too, which no Ray run would start again), and its iteration 2 can never finish: one
+    sentence naming node 1 and its workers. Both keep the iterations they finished."""
     if REFUSED:
         pytest.skip(REFUSED)
     pytest.importorskip("torch", reason="torch is part of the [real] extra")
-    variants = "[{scheme: fr, s: 1}, {label: ddp, scheme: uncoded, policy: allreduce}]"
+    pytest.importorskip(backend, reason=f"{backend} is part of the [real] extra")
+    variants = "[{label: ddp, scheme: uncoded, policy: allreduce}, {scheme: fr, s: 1}]"
     text = SCENARIO.format(iterations=6, placement="pack", variants=variants)
     (tmp_path / "s.yaml").write_text(text + "failures: {schedule: [{node: 1, iteration: 2, downtime: null}]}\n")
-    done = gcbench("run", tmp_path / "s.yaml", "--emulate", "--backend", "torch", "--out", tmp_path / "o")
+    done = gcbench("run", tmp_path / "s.yaml", "--emulate", "--backend", backend, "--out", tmp_path / "o")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert "iteration 2 can never finish (node 1 lost (workers 2 and 3);" in done.stdout + done.stderr

@@ -12,6 +12,7 @@ checkpoint, so ``--resume`` continues it.
 
 from __future__ import annotations
 
+import logging
 import queue
 import sys
 import time
@@ -267,6 +268,7 @@ class DDPRun(TrainingRun):
                 break
             if kind == "exit" and rank not in ends:
                 ends[rank] = time.monotonic() - killed
+        self._restore(placement, nodes)
         survivors = sorted(set(range(self.n)) - set(ranks))
         lost = f"node {nodes[0]} crashed" if nodes else f"rank {ranks[0]} crashed"
         if nodes:
@@ -281,6 +283,19 @@ class DDPRun(TrainingRun):
             f"'{self.label}': {lost} in iteration {t} (the scenario's schedule); DistributedDataParallel has no fault "
             f"tolerance: {what}, so the variant stops."
         )
+
+    @staticmethod
+    def _restore(placement, nodes: list[int]) -> None:
+        """The crashed nodes made whole for the variants after this one: on an emulated cluster that runs Ray, a
+        node's crash took its Ray processes too, which no Ray run will start again (a torch cluster's workers start
+        a new zygote on their own)."""
+        if placement is None:
+            return
+        from gcbench.real.emulation.ray_nodes import ray_node_restored
+
+        for node in nodes:
+            if (why := ray_node_restored(placement[0], node)) is not None:
+                logging.getLogger("gcbench").warning(f"gcbench: {why}; the next variants' workers on it will not start")
 
     def _lost(self, rank: int, t: int | None, code: int | None = None) -> str:
         status = "" if code is None else f" (status {code})"

@@ -21,6 +21,7 @@ from gcbench.errors import GcbenchError
 from gcbench.real.emulation.cluster import Nodes
 
 HEAD_PORT = 6379
+TOKEN = "ray_auth_token"  # in the cluster's scratch folder: there while Ray runs across the cluster
 LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # 0: Ray keeps to 127.0.0.1 and refuses other nodes
 START_TIMEOUT = 120.0  # seconds a node may take to start and join
 # the head's settings for a node's crash (a run may kill one, docs/run.md "A node's crash"): Ray's defaults
@@ -48,7 +49,7 @@ def start_ray_nodes(nodes: Nodes, cpus: int = 1) -> str:
     # a local Ray instance's loopback-only switch (gcbench.real.ray.start sets it for one), inherited here, would
     # refuse a second node: these nodes have addresses of their own
     os.environ.pop(LOOPBACK_ONLY, None)
-    token = nodes.scratch / "ray_auth_token"
+    token = nodes.scratch / TOKEN
     token.write_text(secrets.token_hex(32))
     token.chmod(0o600)
     os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token))
@@ -73,6 +74,24 @@ def start_command(nodes: Nodes, node: int, cpus: int = 1) -> list[str]:
         command = [ray_command(), "start", "--address", f"{head}:{HEAD_PORT}", "--node-ip-address", address]
     return [*command, "--num-cpus", str(cpus), "--temp-dir", str(nodes.scratch / "ray"), "--disable-usage-stats",
             "--resources", json.dumps({node_resource(node): 1})]  # fmt: skip
+
+
+def ray_node_restored(nodes: Nodes, node: int, cpus: int = 1) -> str | None:
+    """After a crash that no Ray run noticed (a DDP variant's, whose ranks need no Ray) took ``node``'s processes,
+    Ray again on the node where Ray runs across the cluster, waited for: the next variant's actors need it. None
+    when done or not needed (node 0's Ray is not a worker's; no Ray on the cluster); else why not, in words."""
+    if node == 0 or not (nodes.scratch / TOKEN).is_file():
+        return None
+    start = restart_ray_node(nodes, node, cpus)
+    try:
+        start.wait(START_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        start.kill()
+        return f"Ray did not start again on emulated node {node} within {START_TIMEOUT:g} s"
+    if start.returncode != 0:
+        why = (start.stderr.read().strip().splitlines() or ["it said nothing"])[-1]
+        return f"Ray did not start again on emulated node {node}: {why}"
+    return None
 
 
 def restart_ray_node(nodes: Nodes, node: int, cpus: int = 1) -> subprocess.Popen:
