@@ -3,6 +3,7 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from gcbench import stops
 from gcbench.results import summarize
@@ -136,3 +137,14 @@ def test_a_variant_that_stopped_early_is_left_out_of_the_comparison_and_said_so(
     assert conclusions(summarize(pd.DataFrame(rows("uncoded", 0, 1.0, [0.3] * 4)), []), [], ["uncoded"]) == [
         "Left out of the comparison: uncoded stopped early (the table's times are of the iterations before the stop)."
     ]
+
+
+def test_the_speedup_is_over_the_first_variant_that_did_not_stop():
+    table = pd.DataFrame(rows("uncoded", 0, 1.0, [0.3] * 4) + rows("FR s=1", 0, 1.0, [0.2] * 10)
+                         + rows("CR s=1", 0, 1.0, [0.1] * 10))  # fmt: skip
+    summary = summarize(table, [], stopped=["uncoded"])
+    assert set(summary["baseline"]) == {"FR s=1"}
+    assert summary.set_index("variant")["speedup"].to_dict() == pytest.approx({"uncoded": 2 / 3, "FR s=1": 1.0,
+                                                                              "CR s=1": 2.0})  # fmt: skip
+    assert conclusions(summary, [], ["uncoded"])[0] == "Fastest exact variant: CR s=1, 2.00x FR s=1's speed."
+    assert set(summarize(table, [])["baseline"]) == {"uncoded"}

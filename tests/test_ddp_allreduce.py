@@ -291,3 +291,16 @@ def test_on_a_gpu_the_ranks_train_on_cuda_as_one_process_does(workers):
     assert backend == ("nccl" if torch.cuda.device_count() >= workers else SHARED_GPU_BACKEND)
     iterations, _ = trained(ddp(sc), [3])
     np.testing.assert_allclose(iterations["loss"], local_losses(sc), rtol=1e-3)
+
+
+def test_a_rank_that_stops_says_its_errors_first_sentence_whole():
+    """gloo's message after the source location it starts with, to its first full stop, never cut mid-word."""
+    from gcbench.real.ddp.rank import MOST, first_sentence
+
+    gloo = ("[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:561] Connection closed by peer "
+            "[10.9.0.2]:16598. This is typically caused by a remote worker crashing. Check the logs")  # fmt: skip
+    assert first_sentence(gloo) == "Connection closed by peer [10.9.0.2]:16598."
+    assert first_sentence("Timed out after 2.5 s\nmore") == "Timed out after 2.5 s."
+    long = first_sentence("word " * 100)
+    assert long.endswith("word...") and len(long) <= MOST + 3
+    assert first_sentence("") == "(no message)"

@@ -28,6 +28,8 @@ how many did.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 import pandas as pd
 
@@ -79,12 +81,16 @@ def interval_note(summary: pd.DataFrame) -> str | None:
 
 
 def summarize(
-    iterations: pd.DataFrame, sweep_columns: list[str] | None = None, target: float | None = None
+    iterations: pd.DataFrame,
+    sweep_columns: list[str] | None = None,
+    target: float | None = None,
+    stopped: Collection[str] = (),
 ) -> pd.DataFrame:
-    """One row per (sweep point, variant), variants in their first-seen order; ``target``: a test accuracy."""
+    """One row per (sweep point, variant), variants in their first-seen order; ``target``: a test accuracy;
+    ``stopped``: a real run's variants that stopped early (none is the speedup's baseline while another is not)."""
     running = RunningSummary(sweep_columns)
     running.add(iterations)
-    return running.summary(target)
+    return running.summary(target, stopped)
 
 
 # what the summary reads
@@ -128,18 +134,22 @@ class RunningSummary:
         self.parts[key].append(pd.DataFrame({**read, "asynchronous": stop == stops.K_RESULTS}))
         self.rows += len(stop)
 
-    def summary(self, target: float | None = None) -> pd.DataFrame:
+    def summary(self, target: float | None = None, stopped: Collection[str] = ()) -> pd.DataFrame:
+        """The summary rows; the speedup is over each point's first variant, or its first that did not stop early
+        (``stopped``: a real run's, whose times are of the iterations before the stop)."""
         rows = []
         for point in sorted({point for point, _ in self.parts}):
-            baseline, baseline_async, baseline_name = None, None, None
+            frames = {}
             for variant in self.variants:
-                parts = self.parts.get((point, variant))
-                if not parts:
-                    continue
-                frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+                if parts := self.parts.get((point, variant)):
+                    frames[variant] = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+            if not frames:
+                continue
+            baseline_name = next((v for v in frames if v not in stopped), next(iter(frames)))
+            baseline = frames[baseline_name]["duration"].mean()
+            baseline_async = bool(frames[baseline_name]["asynchronous"].all())
+            for variant, frame in frames.items():
                 mean, asynchronous = frame["duration"].mean(), bool(frame["asynchronous"].all())
-                if baseline is None:
-                    baseline, baseline_async, baseline_name = mean, asynchronous, variant
                 speedup = baseline / mean if mean > 0 and asynchronous == baseline_async else np.nan
                 row = {"point": point, "variant": variant, **self.sweep_values[(point, variant)]}
                 rows.append({**row, **variant_columns(frame, mean, speedup, target), "baseline": baseline_name})

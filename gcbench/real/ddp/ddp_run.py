@@ -257,7 +257,13 @@ class DDPRun(TrainingRun):
         killed = time.monotonic()
         for node in nodes:
             if placement is not None and node > 0:
-                placement[0].crash(node)
+                pids = placement[0].crash(node)
+                on_node = [r for r in ranks if placement[1][r] == node]
+                logging.getLogger("gcbench").warning(
+                    f"gcbench: node {node} crashed at iteration {t} (the scenario's schedule): its {len(pids)} "
+                    f"processes killed, ranks {', '.join(map(str, on_node))} with them; what Ray or torch say of "
+                    "its processes is expected"
+                )
         for rank in ranks:
             self.sessions[rank].process.kill()
         ends: dict[int, float] = {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import os
 import queue
+import re
 import signal
 import sys
 import threading
@@ -46,10 +47,24 @@ def serve(rank: int, world: int, port: int, timeout: float, host: str = channel.
     try:
         _train(rank, world, rendezvous, inbox, channel.Sender(up, rank, 0), timeout)
     except Exception as error:  # noqa: BLE001 - e.g. another rank died mid all-reduce: say why, and exit at once
-        why = (str(error).strip().splitlines() or [""])[0][:200]
-        print(f"gcbench: DDP rank {rank} stops: {type(error).__name__}: {why}", file=sys.stderr, flush=True)
+        line = f"gcbench: DDP rank {rank} stops: {type(error).__name__}: {first_sentence(str(error))}\n"
+        os.write(2, line.encode())  # (one write: the ranks' lines never run into each other)
         os._exit(1)
     os._exit(0)  # (gloo's threads would otherwise hold the interpreter's exit)
+
+
+SOURCE_LOCATION = re.compile(r"^\[[^\]]*:\d+\]\s*")  # gloo's "[.../pair.cc:561] " before its message
+MOST = 300  # characters of an error's first sentence a rank prints
+
+
+def first_sentence(message: str) -> str:
+    """An error's first sentence, without the source location gloo puts before it: "Connection closed by peer
+    [10.9.0.2]:16598." (cut at a word, with "...", past ``MOST`` characters)."""
+    text = SOURCE_LOCATION.sub("", (message.strip().splitlines() or [""])[0])
+    sentence = text.split(". ")[0].rstrip(".")
+    if len(sentence) > MOST:
+        return sentence[:MOST].rsplit(" ", 1)[0] + "..."
+    return f"{sentence}." if sentence else "(no message)"
 
 
 def _train(rank: int, world: int, rendezvous, inbox: queue.Queue, sender, timeout: float) -> None:

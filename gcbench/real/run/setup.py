@@ -289,6 +289,6 @@ def write_summary(session, out: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     iterations, _ = session.tables()
     if iterations is None:
         raise GcbenchError(f"no variant finished an iteration; nothing was written to {out} but run.json.")
-    summary = summarize(iterations)
+    summary = summarize(iterations, stopped=session.stopped)
     summary.to_csv(out / "summary.csv", index=False)
     return iterations, summary
