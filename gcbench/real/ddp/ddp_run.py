@@ -31,7 +31,7 @@ from gcbench.real.processes.worker_session import WorkerSession, start_worker, w
 from gcbench.real.run.checkpoint import load_checkpoint, save_checkpoint
 from gcbench.real.run.training_run import OnIteration, TrainingRun, VariantStopped
 from gcbench.real.wallclock.clock import WallClock
-from gcbench.real.wallclock.placement import emulated_placement, use_node_interface
+from gcbench.real.wallclock.placement import emulated_placement, say_node_crashed, use_node_interface
 from gcbench.real.wallclock.threads import EVALUATION_THREADS, compute_threads
 from gcbench.results.recorder import RunRecorder
 from gcbench.results.rows import identity, restore, row_dicts, table_columns
@@ -258,12 +258,8 @@ class DDPRun(TrainingRun):
         for node in nodes:
             if placement is not None and node > 0:
                 pids = placement[0].crash(node)
-                on_node = [r for r in ranks if placement[1][r] == node]
-                logging.getLogger("gcbench").warning(
-                    f"gcbench: node {node} crashed at iteration {t} (the scenario's schedule): its {len(pids)} "
-                    f"processes killed, ranks {', '.join(map(str, on_node))} with them; what Ray or torch say of "
-                    "its processes is expected"
-                )
+                on_node = ", ".join(str(r) for r in ranks if placement[1][r] == node)
+                say_node_crashed(node, t, len(pids), f"ranks {on_node}", "the scenario's schedule")
         for rank in ranks:
             self.sessions[rank].process.kill()
         ends: dict[int, float] = {}

@@ -29,6 +29,7 @@ from gcbench.cluster import backend_class
 from gcbench.real.run.standalone import block_end
 from gcbench.real.run.training_run import OnIteration, VariantStopped
 from gcbench.results.metadata import utc_now
+from gcbench.results.schema import nodes_lost
 from gcbench.results.store import write_messages, write_metadata, write_tables
 from gcbench.scenario.schema import Scenario
 
@@ -209,11 +210,13 @@ def placed_nodes(run, workers: pd.DataFrame) -> pd.DataFrame:
 
 
 def _nodes_lost(workers: pd.DataFrame) -> pd.DataFrame:
-    """Per (variant, point, seed, iteration) that lost a node, how many nodes every worker of which failed and which
-    (iterations' ``nodes_lost`` and ``lost_nodes``)."""
-    down = workers.groupby([*KEYS, "node"], observed=True)["failed"].all().rename("down").reset_index()
-    down = down[down["down"]].sort_values([*KEYS, "node"])
-    lost = down.groupby(KEYS, observed=True, sort=False)["node"].agg(
-        nodes_lost="size", lost_nodes=lambda nodes: ",".join(str(int(k)) for k in nodes)
-    )
-    return lost.reset_index()
+    """Per (variant, point, seed, iteration), how many nodes every worker of which failed and which (iterations'
+    ``nodes_lost`` and ``lost_nodes``), as the simulator's tables count them (``nodes_lost``)."""
+    frames = []
+    for (variant, point, seed), rows in workers.groupby(KEYS[:3], observed=True, sort=False):
+        failed = rows.pivot(index="iteration", columns="worker", values="failed").fillna(False)
+        node_of = rows.groupby("worker")["node"].first().reindex(failed.columns).to_numpy()
+        count, which = nodes_lost(failed.to_numpy(dtype=bool), node_of)
+        frames.append(pd.DataFrame({"variant": variant, "point": point, "seed": seed, "iteration": failed.index,
+                                    "nodes_lost": count, "lost_nodes": which.astype(str)}))  # fmt: skip
+    return pd.concat(frames, ignore_index=True)

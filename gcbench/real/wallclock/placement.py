@@ -4,6 +4,7 @@ and the wall-clock cluster's latency share."""
 
 from __future__ import annotations
 
+import logging
 import os
 
 from gcbench.real.emulation import INTERFACE, Nodes
@@ -22,3 +23,14 @@ def use_node_interface() -> None:
     """gloo groups this process builds from now on send from its node's address: told no interface, gloo
     advertises the loopback, which another node cannot reach."""
     os.environ["GLOO_SOCKET_IFNAME"] = INTERFACE
+
+
+def say_node_crashed(node: int, iteration: int, processes: int, members: str, why: str, fate: str = "") -> None:
+    """The one line a node's crash gets as it is done, before Ray's or torch's own words on its processes:
+    ``members``: who went with it ("workers 1, 4", "ranks 2, 3"); ``why``: what crashed it; ``fate``: when it is
+    back, if said."""
+    fate = f", {fate}" if fate else ""
+    logging.getLogger("gcbench").warning(
+        f"gcbench: node {node} crashed at iteration {iteration} ({why}): its {processes} processes killed, {members} "
+        f"with them{fate}; what Ray or torch say of its processes is expected"
+    )

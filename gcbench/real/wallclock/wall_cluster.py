@@ -255,10 +255,10 @@ class WallClockCluster(RealBackend, Cluster):
         workers = [w for w in range(self.n) if self.node_of[w] == node]
         self.node_crashes.append({"node": node, "iteration": row, "workers": workers, "killed": killed_at,
                                   "processes": len(killed), "noticed": {}, "revived": None, "back": {}})  # fmt: skip
-        log.warning(f"gcbench: node {node} crashed at iteration {row} (the scenario's failures): its {len(killed)} "
-                    f"processes killed, workers {', '.join(map(str, workers))} with them, "
-                    f"{'for good' if downtime is None else f'back in {downtime:g} s'}; what Ray or torch say of "
-                    "its processes is expected")  # fmt: skip
+        from gcbench.real.wallclock.placement import say_node_crashed
+
+        say_node_crashed(node, row, len(killed), f"workers {', '.join(map(str, workers))}", "the scenario's failures",
+                         "for good" if downtime is None else f"back in {downtime:g} s")  # fmt: skip
 
     def _kill_node(self, node: int) -> list[int]:
         """Kill the node's processes (on node 0, the master's, its workers' only); the process ids killed."""
